@@ -1,0 +1,23 @@
+"""skdp: differentially private linear models with a scikit-learn interface.
+
+Every estimator reports the privacy it spent in ``privacy_spent_``, an
+(epsilon, delta) guarantee for **replace-one** neighbouring datasets (one row
+swapped, number of rows public), computed by one shared accountant from what
+the solver actually released.
+"""
+
+from .exceptions import PrivacyLeakWarning
+from .linear_model import DPLogisticRegression, DPRidge
+from .privacy import PrivacyBudget
+from .solvers import list_solvers
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "DPLogisticRegression",
+    "DPRidge",
+    "PrivacyBudget",
+    "PrivacyLeakWarning",
+    "list_solvers",
+    "__version__",
+]

@@ -1,0 +1,169 @@
+"""Bounded data: the one place where rows and labels are clipped.
+
+Every DP proof in skdp needs public bounds: ``||x_i||_2 <= K`` for each row
+(the intercept's constant column included), ``|y_i - c| <= B`` for regression
+labels around a public centre ``c``, and for some solvers ``||w||_2 <= M``.
+This module applies them and reports what it did (DESIGN.md, idea 3;
+``seed000_dp_erm_revisited.md`` section 0.2; ``seed002_output_perturbation.md``
+section 1.5 and its reviewer correction; ``seed003_private_sco.md`` section 4.5
+reviewer correction on the intercept column).
+
+The intercept is an extra constant feature of value ``intercept_scaling``
+(``c0``). Raw rows are clipped to ``K_x = sqrt(K^2 - c0^2)`` *before* the column
+is appended, so that the augmented row has norm at most ``K``.
+
+A bound the user did not give is computed from the data; that emits
+:class:`~skdp.exceptions.PrivacyLeakWarning`, is stored on the estimator as a
+fitted attribute, and voids the guarantee (``privacy_spent_.epsilon`` is
+``inf``). A bound is never written back into a parameter.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import PrivacyLeakWarning
+
+__all__ = ["BoundedData", "bound_features", "bound_labels", "row_norms", "append_intercept_column"]
+
+
+def row_norms(X):
+    """L2 norm of every row of a dense array or sparse matrix."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def _scale_rows(X, factors):
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(factors) @ X)
+    return X * factors[:, None]
+
+
+def append_intercept_column(X, value):
+    """Return ``[X, value * 1]`` (CSR stays CSR)."""
+    n = X.shape[0]
+    if sp.issparse(X):
+        col = sp.csr_matrix(np.full((n, 1), float(value)))
+        return sp.hstack([X, col], format="csr")
+    return np.hstack([X, np.full((n, 1), float(value), dtype=X.dtype)])
+
+
+@dataclass
+class BoundedData:
+    """Clipped, augmented design matrix and the bounds that hold for it."""
+
+    X: object  # (n, p) with the intercept column last when fit_intercept
+    data_norm: float  # K: every row of X has norm <= K
+    n_clipped: int  # raw rows that were shrunk
+    data_derived: bool  # True if K was read from the data
+    row_norms: np.ndarray  # norms of the rows of X (after clipping)
+
+
+def bound_features(X, data_norm, fit_intercept, intercept_scaling):
+    """Clip rows to the public norm bound and append the intercept column.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Validated features. Never modified.
+    data_norm : float or None
+        Bound ``K`` on the L2 norm of each augmented row. ``None`` reads it from
+        the data (max row norm), with a :class:`PrivacyLeakWarning`.
+    fit_intercept : bool
+    intercept_scaling : float
+        Value ``c0`` of the constant column; must be ``< data_norm``.
+
+    Returns
+    -------
+    BoundedData
+    """
+    c0 = float(intercept_scaling) if fit_intercept else 0.0
+    norms = row_norms(X)
+    derived = data_norm is None
+    if derived:
+        K = math.sqrt(float(np.max(norms, initial=0.0)) ** 2 + c0**2)
+        if K == 0:
+            K = 1.0
+        warnings.warn(
+            "data_norm was not given, so the row norm bound was computed from the data "
+            f"(data_norm_={K:.4g}). This leaks information and voids the privacy guarantee "
+            "(privacy_spent_.epsilon is inf). Pass a data_norm chosen without looking at "
+            "the data to get a real guarantee.",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+    else:
+        K = float(data_norm)
+    if c0 >= K:
+        raise ValueError(
+            f"intercept_scaling={c0!r} must be smaller than data_norm={K!r}: the constant "
+            "intercept column counts towards the row norm bound."
+        )
+    k_x = math.sqrt(K * K - c0 * c0)
+    over = norms > k_x
+    n_clipped = int(np.count_nonzero(over))
+    if n_clipped:
+        factors = np.ones_like(norms)
+        factors[over] = k_x / norms[over]
+        Xc = _scale_rows(X, factors)
+        norms = np.where(over, k_x, norms)
+    else:
+        Xc = X
+    if fit_intercept:
+        Xc = append_intercept_column(Xc, c0)
+        norms = np.sqrt(norms**2 + c0**2)
+    return BoundedData(Xc, K, n_clipped, derived, norms)
+
+
+def bound_labels(y, label_bound, fit_intercept):
+    """Clip regression labels to a public range.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+    label_bound : float, (low, high) or None
+        ``B`` means ``|y| <= B``; ``(low, high)`` means ``low <= y <= high``.
+        With an intercept, labels are centred at the public midpoint
+        ``(low + high)/2`` (the intercept absorbs it), so the bound used by the
+        proofs is ``(high - low)/2``. ``None`` reads the range from the data,
+        with a :class:`PrivacyLeakWarning`.
+    fit_intercept : bool
+
+    Returns
+    -------
+    y_centred : ndarray, the clipped labels minus the centre
+    centre : float
+    bound : float, the bound ``B`` on ``|y_centred|``
+    n_clipped : int
+    derived : bool
+    """
+    derived = label_bound is None
+    if derived:
+        low, high = float(np.min(y)), float(np.max(y))
+        warnings.warn(
+            "label_bound was not given, so the label range was computed from the data "
+            f"([{low:.4g}, {high:.4g}]). This leaks information and voids the privacy "
+            "guarantee (privacy_spent_.epsilon is inf). Pass label_bound chosen without "
+            "looking at the data to get a real guarantee.",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+    elif np.ndim(label_bound) == 0:
+        low, high = -float(label_bound), float(label_bound)
+    else:
+        low, high = (float(v) for v in label_bound)
+    if fit_intercept:
+        centre = (low + high) / 2
+        bound = (high - low) / 2
+    else:
+        centre = 0.0
+        bound = max(abs(low), abs(high))
+    if bound == 0:
+        bound = 1.0 if derived else bound
+    n_clipped = int(np.count_nonzero((y < low) | (y > high)))
+    yc = np.clip(y, low, high) - centre
+    return yc, centre, bound, n_clipped, derived

@@ -1,0 +1,18 @@
+"""Warnings and errors raised by skdp."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A quantity that the privacy proof needs to be public was read from the data.
+
+    skdp emits this warning when a bound that the differential-privacy guarantee
+    relies on (the row norm bound ``data_norm``, the label range ``label_bound``,
+    the class set ``classes``) was not given by the user and had to be computed
+    from the training data. The computed value is stored as a fitted attribute
+    (``data_norm_``, ``label_bound_``, ``classes_``); the fitted estimator then
+    reports ``privacy_spent_`` with ``epsilon=inf``, because no finite guarantee
+    holds for a mechanism whose sensitivity was chosen by looking at the data.
+    """
+
+
+class PrivacyAccountingError(ValueError):
+    """The accountant cannot price a mechanism description it was given."""

@@ -1,0 +1,151 @@
+"""Shared machinery of the DP linear models: validation, bounding, solving, accounting."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..bounds import bound_features
+from ..exceptions import PrivacyLeakWarning
+from ..penalties import L2Penalty
+from ..privacy import PrivacyBudget, price
+from ..solvers import SOLVERS, Problem, get_solver
+
+__all__ = ["DPLinearModel"]
+
+
+def _make_rng(random_state):
+    """``None`` -> a fresh generator seeded from OS entropy (never numpy's global one)."""
+    if random_state is None:
+        return np.random.RandomState()
+    return check_random_state(random_state)
+
+
+class DPLinearModel(BaseEstimator):
+    """Base class: validate -> bound data -> build problem -> solve -> price.
+
+    Subclasses define ``_loss_for(n_classes)``, ``_encode_targets`` and the
+    public parameters; every guarantee is for replace-one neighbours with the
+    number of rows public.
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "solver": [StrOptions({"auto"} | set(SOLVERS))],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "data_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _auto_solver(self, loss_name):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- shared steps --------------------------------------------------------------------
+    def _check_privacy_params(self):
+        """Checks the constraint table cannot express; run before any data is read."""
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        if self.data_norm is not None:
+            if not math.isfinite(self.data_norm):
+                raise ValueError(f"data_norm must be finite, got {self.data_norm!r}.")
+            if self.fit_intercept and self.intercept_scaling >= self.data_norm:
+                raise ValueError(
+                    f"intercept_scaling={self.intercept_scaling!r} must be smaller than "
+                    f"data_norm={self.data_norm!r}: the intercept column counts towards the "
+                    "row norm bound."
+                )
+
+    def _resolve_solver(self, loss_name):
+        name = self._auto_solver(loss_name) if self.solver == "auto" else self.solver
+        solver = get_solver(name)
+        solver.check(loss_name, self.delta, self.alpha)
+        return solver
+
+    def _validate_X(self, X, reset):
+        return validate_data(
+            self, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
+        )
+
+    def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
+                     data_derived=False):
+        """Bound X, run the solver, price what it released, and set fitted attributes."""
+        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling)
+        penalty = L2Penalty(self.alpha, radius=coef_norm)
+        problem = Problem(
+            X=bounded.X.astype(np.float64, copy=False),
+            y=y_encoded,
+            norms=bounded.row_norms,
+            loss=loss,
+            penalty=penalty,
+            data_norm=bounded.data_norm,
+            n_outputs=n_outputs,
+            label_bound=label_bound,
+            coef_norm=coef_norm,
+            max_iter=self.max_iter,
+            verbose=self.verbose,
+        )
+        budget = PrivacyBudget(self.epsilon, self.delta)
+        result = solver.solve(problem, budget, _make_rng(self.random_state))
+        report = price(result.events, self.delta)
+
+        self.solver_ = solver.name
+        self.data_norm_ = bounded.data_norm
+        self.n_rows_clipped_ = bounded.n_clipped
+        self.n_iter_ = int(result.n_iter)
+        self.noise_scale_ = float(result.noise_scale)
+        self.privacy_events_ = list(result.events)
+        self.accountant_ = report.method
+        self.solver_info_ = dict(result.info)
+        guaranteed = not (bounded.data_derived or data_derived)
+        self.privacy_nominal_ = report.budget
+        self.privacy_spent_ = report.budget if guaranteed else PrivacyBudget(math.inf, self.delta)
+        if self.verbose:
+            print(
+                f"[{type(self).__name__}] solver={solver.name} noise_scale={self.noise_scale_:.4g} "
+                f"privacy_spent={self.privacy_spent_} ({report.method})"
+            )
+        return result.coef, bounded
+
+    def _split_coef(self, coef):
+        """Split augmented coefficients (p[, k]) into sklearn's coef_ and intercept_."""
+        coef = np.asarray(coef)
+        if coef.ndim == 1:
+            coef = coef[:, None]
+        if self.fit_intercept:
+            intercept = coef[-1] * self.intercept_scaling
+            coef = coef[:-1]
+        else:
+            intercept = np.zeros(coef.shape[1])
+        return coef.T.copy(), np.asarray(intercept, dtype=float)
+
+    def _linear_predictor(self, X):
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        return np.asarray(X @ self.coef_.T) + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = False
+        return tags
+
+
+def _warn_derived(name, value):
+    warnings.warn(
+        f"{name} was not given, so it was read from the data ({value!r}). This leaks "
+        "information and voids the privacy guarantee (privacy_spent_.epsilon is inf). "
+        f"Pass {name} explicitly to get a real guarantee.",
+        PrivacyLeakWarning,
+        stacklevel=4,
+    )

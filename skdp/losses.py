@@ -1,0 +1,168 @@
+"""Generalised-linear-model losses and the constants their DP proofs need.
+
+Each loss is ``phi(z_i, y_i)`` of the linear predictor ``z_i = <w, x_i>``
+(a vector of ``k`` logits for the multinomial loss). Per-example gradients are
+``phi'(z_i, y_i) x_i^T``, so every bound follows from the row bound ``K`` and a
+bound on ``phi'`` (``seed000_dp_erm_revisited.md`` section 0.2 table,
+``seed002_output_perturbation.md`` section 3.3).
+
+Constants, for rows with ``||x|| <= K``:
+
+=============  =====================================  ==============  =====================
+loss           per-example gradient bound G           smoothness      curvature ``phi''``
+=============  =====================================  ==============  =====================
+logistic       ``K``                                  ``K^2/4``       ``<= 1/4``, rank 1
+multinomial    ``sqrt(2) K``                          ``K^2/2``       rank ``k - 1``
+squared        ``K (K M + B)`` on ``||w|| <= M``      ``K^2``         ``= 1``, rank 1
+=============  =====================================  ==============  =====================
+"""
+
+import math
+
+import numpy as np
+from scipy import special
+
+__all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "clipped_mean_gradient"]
+
+
+class _GLMLoss:
+    name = None
+    #: whether the per-example Hessian has rank <= 1 (objective perturbation needs it)
+    rank_one_hessian = True
+    #: bound on phi'' (the per-example Hessian is phi'' x x^T)
+    curvature = None
+    #: True when ||phi'|| is bounded independently of w (globally Lipschitz)
+    globally_lipschitz = True
+
+    def n_outputs(self, n_classes):
+        return 1
+
+    def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
+        """Bound on ``||phi'(z, y)||`` over the domain."""
+        raise NotImplementedError
+
+    def lipschitz(self, data_norm, label_bound=None, coef_norm=None):
+        """Per-example gradient norm bound ``G``."""
+        return data_norm * self.derivative_bound(label_bound, coef_norm, data_norm)
+
+    def smoothness(self, data_norm):
+        """Smoothness ``beta`` of each per-example loss (and so of their mean)."""
+        return self.curvature * data_norm**2
+
+    def hessian_bound(self, data_norm):
+        """Largest eigenvalue ``lambda_H`` of one per-example Hessian."""
+        return self.curvature * data_norm**2
+
+
+class LogisticLoss(_GLMLoss):
+    """Binary logistic loss ``log(1 + exp(-y z))`` with ``y`` in {-1, +1}."""
+
+    name = "logistic"
+    curvature = 0.25
+
+    def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
+        return 1.0
+
+    def value(self, Z, y):
+        return np.logaddexp(0.0, -y * Z)
+
+    def derivative(self, Z, y):
+        # d/dz log(1 + e^{-yz}) = -y sigmoid(-y z)
+        return -y * special.expit(-y * Z)
+
+    def curvature_at(self, Z, y):
+        s = special.expit(Z)
+        return s * (1 - s)
+
+
+class MultinomialLoss(_GLMLoss):
+    """Softmax cross-entropy over ``k`` classes; ``y`` holds class indices 0..k-1.
+
+    The gradient with respect to the logits is ``p - e_y`` whose L2 norm is at
+    most ``sqrt(2)``; the Hessian ``diag(p) - p p^T`` has eigenvalues <= 1/2.
+    """
+
+    name = "multinomial"
+    curvature = 0.5
+    rank_one_hessian = False
+
+    def n_outputs(self, n_classes):
+        return n_classes
+
+    def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
+        return math.sqrt(2.0)
+
+    def value(self, Z, y):
+        return special.logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y]
+
+    def derivative(self, Z, y):
+        P = special.softmax(Z, axis=1)
+        P[np.arange(Z.shape[0]), y] -= 1.0
+        return P
+
+
+class SquaredLoss(_GLMLoss):
+    """Squared loss ``(z - y)^2 / 2``.
+
+    It is not globally Lipschitz: the gradient bound ``K (K M + B)`` needs the
+    coefficients on the ball ``||w|| <= M`` and labels ``|y| <= B``
+    (``seed000`` section 0.2; ``seed003`` section 4.5 reviewer correction).
+    """
+
+    name = "squared"
+    curvature = 1.0
+    globally_lipschitz = False
+
+    def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
+        if label_bound is None or coef_norm is None or data_norm is None:
+            raise ValueError("The squared loss needs label_bound, coef_norm and data_norm for its bound.")
+        return data_norm * coef_norm + label_bound
+
+    def value(self, Z, y):
+        return 0.5 * (Z - y) ** 2
+
+    def derivative(self, Z, y):
+        return Z - y
+
+    def curvature_at(self, Z, y):
+        return np.ones_like(Z)
+
+
+def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None):
+    """Mean of per-example gradients, each clipped to L2 norm ``clip``.
+
+    Vectorised: the per-example gradient is ``phi'_i x_i^T`` so its norm is
+    ``||phi'_i|| ||x_i||`` and clipping rescales ``phi'_i``. ``clip=None`` skips
+    clipping (only when the loss is provably ``G``-Lipschitz on the data).
+
+    Parameters
+    ----------
+    loss : loss object
+    X : array or CSR matrix (n, p), rows already bounded
+    y : labels in the loss's encoding
+    coef : (p,) or (p, k)
+    norms : (n,) row norms of X
+    clip : float or None
+    n_total : float, optional
+        Public denominator (default ``X.shape[0]``); a Poisson-sampled batch
+        divides by its expected size, never by the realised one.
+    rows : index array, optional
+        Restrict to these rows (a sampled batch).
+
+    Returns
+    -------
+    grad : same shape as ``coef``
+    """
+    if rows is not None:
+        X = X[rows]
+        y = y[rows]
+        norms = norms[rows]
+    Z = X @ coef
+    S = loss.derivative(Z, y)
+    if clip is not None:
+        dn = np.abs(S) if S.ndim == 1 else np.linalg.norm(S, axis=1)
+        gn = dn * norms
+        factor = np.minimum(1.0, clip / np.maximum(gn, 1e-300))
+        S = S * (factor if S.ndim == 1 else factor[:, None])
+    denom = X.shape[0] if n_total is None else n_total
+    return np.asarray(X.T @ S) / denom

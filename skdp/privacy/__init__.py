@@ -1,0 +1,73 @@
+"""Privacy core: budgets, mechanism descriptions (events), one accountant, samplers.
+
+See ``../shared/algorithms/privacy_core.md`` for every formula used here.
+"""
+
+from .accounting import (
+    DEFAULT_RDP_ORDERS,
+    PrivacyReport,
+    calibrate,
+    calibrate_gaussian,
+    pure_noise_scale,
+    classic_gaussian_sigma,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    price,
+    rdp_gaussian,
+    rdp_laplace_1d,
+    rdp_poisson_gaussian,
+    rdp_pure,
+    rdp_to_epsilon,
+    supports,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from .budget import PrivacyBudget
+from .events import (
+    ApproxDPEvent,
+    BoundedRangeEvent,
+    GaussianEvent,
+    L2LaplaceEvent,
+    LaplaceEvent,
+    PoissonGaussianEvent,
+    PureDPEvent,
+    ZCDPEvent,
+)
+from .objective import objective_perturbation_gaussian, objective_perturbation_pure
+from .mechanisms import gaussian_noise, l2_laplace_noise, laplace_noise
+
+__all__ = [
+    "PrivacyBudget",
+    "PrivacyReport",
+    "GaussianEvent",
+    "PoissonGaussianEvent",
+    "LaplaceEvent",
+    "L2LaplaceEvent",
+    "PureDPEvent",
+    "BoundedRangeEvent",
+    "ZCDPEvent",
+    "ApproxDPEvent",
+    "price",
+    "calibrate",
+    "calibrate_gaussian",
+    "pure_noise_scale",
+    "objective_perturbation_gaussian",
+    "objective_perturbation_pure",
+    "classic_gaussian_sigma",
+    "supports",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "zcdp_epsilon",
+    "zcdp_rho",
+    "rdp_to_epsilon",
+    "rdp_gaussian",
+    "rdp_poisson_gaussian",
+    "rdp_pure",
+    "rdp_laplace_1d",
+    "DEFAULT_RDP_ORDERS",
+    "gaussian_noise",
+    "laplace_noise",
+    "l2_laplace_noise",
+]

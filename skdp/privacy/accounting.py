@@ -1,0 +1,558 @@
+"""One accountant: events -> (epsilon, delta), and calibration by inverting it.
+
+Every formula here is from ``../shared/algorithms/privacy_core.md`` (cited by
+section). The module has no knowledge of solvers or data: it prices the numbers
+it is given.
+
+Methods, in the order :func:`price` tries them (``privacy_core.md`` section 7):
+
+``"basic"``
+    delta = 0: pure-DP events compose by adding epsilons.
+``"gdp_exact"``
+    Only unsampled Gaussian releases: they compose exactly into mu-GDP with
+    ``mu = sqrt(sum count (Delta/sigma)^2)`` (Dong-Roth-Su 2022, Cor. 3.3) and
+    ``delta(epsilon)`` is the analytic Gaussian curve (Balle-Wang 2018, Thm 8).
+    Nothing is tighter.
+``"rdp"``, ``"zcdp"``, ``"gdp+basic"``
+    Otherwise every applicable bound is computed and the smallest is returned
+    (each is valid at the same delta, so the minimum is valid).
+
+Events of type :class:`~skdp.privacy.events.ApproxDPEvent` (mechanisms with
+their own (epsilon, delta) theorem, such as objective perturbation) are
+composed with the rest by basic composition: their deltas are subtracted from
+the target delta first, and their epsilons are added at the end.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import optimize, special
+
+from ..exceptions import PrivacyAccountingError
+from .budget import NEIGHBOURING_RELATIONS, PrivacyBudget
+from .events import (
+    ApproxDPEvent,
+    BoundedRangeEvent,
+    GaussianEvent,
+    L2LaplaceEvent,
+    LaplaceEvent,
+    PoissonGaussianEvent,
+    PureDPEvent,
+    ZCDPEvent,
+)
+
+__all__ = [
+    "PrivacyReport",
+    "price",
+    "calibrate",
+    "calibrate_gaussian",
+    "pure_noise_scale",
+    "supports",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "classic_gaussian_sigma",
+    "zcdp_epsilon",
+    "zcdp_rho",
+    "rdp_to_epsilon",
+    "rdp_gaussian",
+    "rdp_poisson_gaussian",
+    "rdp_pure",
+    "rdp_laplace_1d",
+    "DEFAULT_RDP_ORDERS",
+]
+
+_PURE_TYPES = (PureDPEvent, LaplaceEvent, L2LaplaceEvent)
+_SUPPORTED = (
+    GaussianEvent,
+    PoissonGaussianEvent,
+    PureDPEvent,
+    LaplaceEvent,
+    L2LaplaceEvent,
+    BoundedRangeEvent,
+    ZCDPEvent,
+    ApproxDPEvent,
+)
+
+#: dp-accounting's default orders (``privacy_core.md`` section 4.6).
+DEFAULT_RDP_ORDERS = np.concatenate(
+    [np.round(np.arange(1.1, 10.95, 0.1), 10), np.arange(11.0, 64.0), [128.0, 256.0, 512.0, 1024.0]]
+)
+
+
+# --------------------------------------------------------------------------------------
+# Gaussian differential privacy (privacy_core.md section 2)
+# --------------------------------------------------------------------------------------
+def _gdp_log_delta(eps, mu):
+    """log delta(eps; mu) = log[Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)], stably."""
+    if mu == 0:
+        return -math.inf
+    if math.isinf(mu):
+        return 0.0
+    a = special.log_ndtr(-eps / mu + mu / 2)
+    b = eps + special.log_ndtr(-eps / mu - mu / 2)
+    if b >= a:
+        return -math.inf
+    return a + math.log1p(-math.exp(b - a))
+
+
+def gdp_delta(epsilon, mu):
+    """delta(epsilon) of a mu-GDP mechanism (Balle-Wang 2018 Thm 8 = DRS22 Cor 2.13).
+
+    Examples
+    --------
+    >>> round(gdp_delta(1.0, 1.0), 10)
+    0.1269367375
+    """
+    return math.exp(_gdp_log_delta(float(epsilon), float(mu)))
+
+
+def gdp_epsilon(mu, delta):
+    """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
+
+    ``privacy_core.md`` section 2: brentq on ``log delta(eps; mu) = log delta``
+    over ``[0, mu^2/2 + mu sqrt(2 log(1/delta))]``.
+    """
+    mu = float(mu)
+    delta = float(delta)
+    if mu == 0:
+        return 0.0
+    if delta <= 0 or math.isinf(mu):
+        return math.inf
+    log_delta = math.log(delta)
+    if _gdp_log_delta(0.0, mu) <= log_delta:
+        return 0.0
+    hi = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
+    while _gdp_log_delta(hi, mu) > log_delta:  # pragma: no cover - zCDP bound is valid
+        hi *= 2
+    return optimize.brentq(
+        lambda e: _gdp_log_delta(e, mu) - log_delta, 0.0, hi, xtol=1e-12, rtol=1e-14
+    )
+
+
+@lru_cache(maxsize=4096)
+def gdp_mu(epsilon, delta):
+    """The largest mu such that mu-GDP implies (epsilon, delta)-DP (``mu*``).
+
+    Examples
+    --------
+    >>> round(gdp_mu(1.0, 1e-5), 10)
+    0.2680511232
+    """
+    epsilon = float(epsilon)
+    delta = float(delta)
+    if not epsilon >= 0 or not 0 < delta < 1:
+        raise ValueError("gdp_mu needs epsilon >= 0 and 0 < delta < 1.")
+    log_delta = math.log(delta)
+    lo, hi = 0.0, 1.0
+    while _gdp_log_delta(epsilon, hi) < log_delta:
+        lo, hi = hi, hi * 2
+    f = lambda m: _gdp_log_delta(epsilon, m) - log_delta  # noqa: E731
+    if lo == 0.0:
+        lo = 1e-300
+        if f(lo) >= 0:  # pragma: no cover
+            return 0.0
+    mu = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-15)
+    # Return the private side of the root.
+    while f(mu) > 0:  # pragma: no cover - brentq tolerance
+        mu = math.nextafter(mu, 0.0)
+    return mu
+
+
+def classic_gaussian_sigma(sensitivity, epsilon, delta):
+    """Dwork-Roth Thm A.1 ``sigma = Delta sqrt(2 ln(1.25/delta))/epsilon``; for comparison only.
+
+    Only valid for ``epsilon < 1``; raises otherwise (``privacy_core.md``
+    section 2: it can be unsafe above 1). Never used by a solver.
+    """
+    if not 0 < epsilon < 1:
+        raise ValueError("The classic Gaussian mechanism bound only holds for 0 < epsilon < 1.")
+    return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+
+
+# --------------------------------------------------------------------------------------
+# zCDP (privacy_core.md section 3)
+# --------------------------------------------------------------------------------------
+def _rdp_conversion(alpha, rdp, log_delta):
+    # CKS20 Prop 12 / BBGHS20 Thm 21 (privacy_core.md section 4.5).
+    return rdp + np.log1p(-1.0 / alpha) - (log_delta + np.log(alpha)) / (alpha - 1.0)
+
+
+def zcdp_epsilon(rho, delta):
+    """Tight rho-zCDP -> (epsilon, delta) conversion (CKS20 Cor 13), continuous alpha."""
+    rho = float(rho)
+    if rho == 0:
+        return 0.0
+    if delta <= 0 or math.isinf(rho):
+        return math.inf
+    log_delta = math.log(delta)
+
+    def f(t):
+        alpha = 1.0 + math.exp(t)
+        return _rdp_conversion(alpha, alpha * rho, log_delta)
+
+    t0 = math.log(math.sqrt(-log_delta / rho))
+    res = optimize.minimize_scalar(f, bounds=(min(-10.0, t0 - 5), max(15.0, t0 + 5)), method="bounded",
+                                   options={"xatol": 1e-10})
+    simple = rho + 2 * math.sqrt(rho * -log_delta)
+    return max(0.0, min(float(res.fun), f(t0), simple))
+
+
+def zcdp_rho(epsilon, delta):
+    """Largest rho whose tight conversion is <= (epsilon, delta) (``privacy_core.md`` section 3)."""
+    log_inv = math.log(1 / delta)
+    rho_simple = (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
+    hi = rho_simple * 2
+    while zcdp_epsilon(hi, delta) < epsilon:
+        hi *= 2
+    rho = optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, rho_simple, hi, xtol=1e-15, rtol=1e-13)
+    while zcdp_epsilon(rho, delta) > epsilon:  # pragma: no cover
+        rho = math.nextafter(rho, 0.0)
+    return rho
+
+
+# --------------------------------------------------------------------------------------
+# Renyi DP (privacy_core.md sections 4 and 5)
+# --------------------------------------------------------------------------------------
+def rdp_gaussian(orders, sensitivity, sigma, count=1):
+    """RDP curve ``count * alpha Delta^2 / (2 sigma^2)`` (Mironov 2017)."""
+    orders = np.asarray(orders, dtype=float)
+    return count * orders * (sensitivity / sigma) ** 2 / 2.0
+
+
+def rdp_pure(orders, epsilon):
+    """Tight RDP curve of any epsilon-DP mechanism (BS16; ``privacy_core.md`` section 5)."""
+    a = np.asarray(orders, dtype=float)
+    eps = float(epsilon)
+    if eps == 0:
+        return np.zeros_like(a)
+    val = (np.logaddexp(a * eps, (1 - a) * eps) - np.logaddexp(0.0, eps)) / (a - 1)
+    return np.minimum(np.maximum(val, 0.0), np.minimum(eps, a * eps * eps / 2))
+
+
+def rdp_laplace_1d(orders, epsilon):
+    """Exact RDP of the scalar Laplace mechanism (Mironov 2017, Prop. 6)."""
+    a = np.asarray(orders, dtype=float)
+    eps = float(epsilon)
+    if eps == 0:
+        return np.zeros_like(a)
+    inner = np.log(a / (2 * a - 1) + (a - 1) / (2 * a - 1) * np.exp(-(2 * a - 1) * eps))
+    return np.maximum(eps + inner / (a - 1), 0.0)
+
+
+@lru_cache(maxsize=65536)
+def _poisson_rdp_one(alpha, q, z, relation):
+    """One order of the Poisson-subsampled Gaussian RDP by 1-D quadrature.
+
+    Units of the per-row bound C. ``replace_one``: D_alpha(P+ || P-) with
+    P+- = (1-q) N(0, z^2) + q N(+-1, z^2) (``privacy_core.md`` section 4.3).
+    ``add_remove``: D_alpha(P+ || N(0, z^2)) (MTZ19 section 3.3, section 4.2).
+    """
+    if math.isinf(z):
+        return 0.0
+    if q == 1.0:
+        return (2.0 * alpha / z**2) if relation == "replace_one" else alpha / (2 * z**2)
+    h = min(z, z * z, 1.0) / 100.0
+    lo = -12 * z - 2
+    hi = 2 * (alpha - 1) + 12 * z + 3
+    npts = int(min(max((hi - lo) / h, 2000), 400000)) | 1
+    x, h = np.linspace(lo, hi, npts, retstep=True)
+    inv2z2 = 1.0 / (2 * z * z)
+    base = -x * x * inv2z2 - math.log(z * math.sqrt(2 * math.pi))
+    log1mq = math.log1p(-q)
+    logq = math.log(q)
+    lp = base + np.logaddexp(log1mq, logq + (2 * x - 1) * inv2z2)
+    if relation == "replace_one":
+        lm = base + np.logaddexp(log1mq, logq + (-2 * x - 1) * inv2z2)
+    else:
+        lm = base
+    logw = np.full(npts, math.log(h))
+    logw[0] = logw[-1] = math.log(h / 2)
+    val = special.logsumexp(alpha * lp + (1 - alpha) * lm + logw) / (alpha - 1)
+    return max(float(val), 0.0)
+
+
+def rdp_poisson_gaussian(orders, sampling_rate, noise_multiplier, count=1, relation="replace_one"):
+    """RDP curve of ``count`` Poisson-subsampled Gaussian steps (fractional and integer orders)."""
+    q = float(sampling_rate)
+    z = float(noise_multiplier)
+    return count * np.array([_poisson_rdp_one(float(a), q, z, relation) for a in np.atleast_1d(orders)])
+
+
+def rdp_poisson_gaussian_add_remove_integer(alpha, q, z):
+    """MTZ19 closed form for integer alpha under add/remove (used as a test oracle)."""
+    k = np.arange(alpha + 1)
+    logc = special.gammaln(alpha + 1) - special.gammaln(k + 1) - special.gammaln(alpha - k + 1)
+    terms = logc + k * math.log(q) + (alpha - k) * math.log1p(-q) + (k * k - k) / (2 * z * z)
+    return float(special.logsumexp(terms) / (alpha - 1))
+
+
+def rdp_to_epsilon(orders, rdp, delta):
+    """(epsilon, best order) from an RDP curve (CKS20 Prop 12; ``privacy_core.md`` section 4.5)."""
+    orders = np.asarray(orders, dtype=float)
+    rdp = np.asarray(rdp, dtype=float)
+    keep = orders > 1.01
+    orders, rdp = orders[keep], np.maximum(rdp[keep], 0.0)
+    log_delta = math.log(delta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        eps = _rdp_conversion(orders, rdp, log_delta)
+        # epsilon = 0 is exact when delta^2 + expm1(-r) > 0 (section 4.5).
+        zero = delta * delta + np.expm1(-rdp) > 0
+    eps = np.where(zero, 0.0, eps)
+    eps = np.where(np.isnan(eps), np.inf, eps)
+    i = int(np.argmin(eps))
+    return max(0.0, float(eps[i])), float(orders[i])
+
+
+# --------------------------------------------------------------------------------------
+# Pricing
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrivacyReport:
+    """What the accountant said: the budget, the method that gave it, the RDP order if any."""
+
+    budget: PrivacyBudget
+    method: str
+    order: float = None
+
+
+def supports(event):
+    """True for event types this accountant can price; unknown events are never priced as zero."""
+    return isinstance(event, _SUPPORTED)
+
+
+def _pure_eps(ev):
+    return ev.epsilon
+
+
+def _rdp_curve(events, orders, relation):
+    total = np.zeros_like(orders)
+    for ev in events:
+        if isinstance(ev, GaussianEvent):
+            total += rdp_gaussian(orders, ev.sensitivity, ev.sigma, ev.count)
+        elif isinstance(ev, PoissonGaussianEvent):
+            total += rdp_poisson_gaussian(orders, ev.sampling_rate, ev.noise_multiplier, ev.count, relation)
+        elif isinstance(ev, _PURE_TYPES):
+            if ev.one_dimensional_laplace:
+                total += ev.count * rdp_laplace_1d(orders, ev.epsilon)
+            else:
+                total += ev.count * rdp_pure(orders, ev.epsilon)
+        elif isinstance(ev, BoundedRangeEvent):
+            total += ev.count * np.minimum(orders * ev.epsilon**2 / 8, rdp_pure(orders, ev.epsilon))
+        elif isinstance(ev, ZCDPEvent):
+            total += ev.count * orders * ev.rho
+        else:  # pragma: no cover - filtered by caller
+            raise PrivacyAccountingError(f"No RDP curve for {ev!r}.")
+    return total
+
+
+def _rdp_epsilon(events, delta, relation):
+    has_sampled = any(isinstance(e, PoissonGaussianEvent) for e in events)
+    orders = DEFAULT_RDP_ORDERS if not has_sampled else DEFAULT_RDP_ORDERS[DEFAULT_RDP_ORDERS <= 256]
+    eps, order = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
+    # Extend the grid when the optimum sits on its edge (section 4.6).
+    max_order = 2**16 if not has_sampled else 2**12
+    while order == orders[-1] and orders[-1] < max_order and math.isfinite(eps):
+        orders = np.array([orders[-1] * 1.5, orders[-1] * 2.0])
+        e2, o2 = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
+        if e2 < eps:
+            eps, order = e2, o2
+        else:
+            break
+    if order == DEFAULT_RDP_ORDERS[0]:
+        low = np.array([1.02, 1.03, 1.05, 1.075])
+        e2, o2 = rdp_to_epsilon(low, _rdp_curve(events, low, relation), delta)
+        if e2 < eps:
+            eps, order = e2, o2
+    return eps, order
+
+
+def _zcdp_total(events):
+    rho = 0.0
+    for ev in events:
+        if isinstance(ev, GaussianEvent):
+            rho += ev.mu_squared / 2
+        elif isinstance(ev, _PURE_TYPES):
+            rho += ev.count * ev.epsilon**2 / 2
+        elif isinstance(ev, BoundedRangeEvent):
+            rho += ev.count * ev.epsilon**2 / 8
+        elif isinstance(ev, ZCDPEvent):
+            rho += ev.count * ev.rho
+        else:
+            return None
+    return rho
+
+
+def price(events, delta, relation="replace_one"):
+    """Price a composition of events at ``delta``.
+
+    Parameters
+    ----------
+    events : iterable of events
+        Mechanism descriptions from :mod:`skdp.privacy.events`.
+    delta : float
+        Target delta in ``[0, 1)``.
+    relation : {"replace_one", "add_remove"}, default="replace_one"
+        Neighbouring relation; it only changes how Poisson-subsampled events
+        are priced (the caller computed every other sensitivity for it).
+
+    Returns
+    -------
+    report : PrivacyReport
+        ``report.budget`` is the (epsilon, delta) guarantee, ``report.method``
+        the bound that gave it.
+
+    Examples
+    --------
+    >>> from skdp.privacy import GaussianEvent, price
+    >>> r = price([GaussianEvent(sensitivity=1.0, sigma=10.0, count=100)], delta=1e-5)
+    >>> round(r.budget.epsilon, 8), r.method
+    (4.3771781, 'gdp_exact')
+    """
+    if relation not in NEIGHBOURING_RELATIONS:
+        raise ValueError(f"relation must be one of {NEIGHBOURING_RELATIONS}, got {relation!r}.")
+    delta = float(delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    events = list(events)
+    for ev in events:
+        if not supports(ev):
+            raise PrivacyAccountingError(f"The accountant cannot price {ev!r}; refusing to guess.")
+
+    def report(eps, method, order=None, d=delta):
+        return PrivacyReport(PrivacyBudget(max(0.0, eps), d, relation), method, order)
+
+    approx = [e for e in events if isinstance(e, ApproxDPEvent)]
+    rest = [e for e in events if not isinstance(e, ApproxDPEvent)]
+    # Events that release nothing about the data cost nothing.
+    rest = [
+        e
+        for e in rest
+        if not (
+            (isinstance(e, GaussianEvent) and (e.sensitivity == 0 or math.isinf(e.sigma)))
+            or (isinstance(e, PoissonGaussianEvent) and math.isinf(e.noise_multiplier))
+            or (isinstance(e, (ZCDPEvent,)) and e.rho == 0)
+            or (isinstance(e, _PURE_TYPES + (BoundedRangeEvent,)) and e.epsilon == 0)
+        )
+    ]
+    eps_a = sum(e.count * e.epsilon for e in approx)
+    delta_a = sum(e.count * e.delta for e in approx)
+    delta_rest = delta - delta_a
+    if delta_rest < -1e-15 * max(delta, 1e-300):
+        return report(math.inf, "basic")
+    delta_rest = max(delta_rest, 0.0)
+    tag = "+basic" if approx else ""
+
+    if not rest:
+        return report(eps_a, "basic")
+
+    all_pure = all(isinstance(e, _PURE_TYPES + (BoundedRangeEvent,)) for e in rest)
+    basic_eps = sum(e.count * e.epsilon for e in rest) if all_pure else math.inf
+    if delta_rest == 0:
+        return report(eps_a + basic_eps, "basic")
+
+    if all(isinstance(e, GaussianEvent) for e in rest):
+        mu = math.sqrt(sum(e.mu_squared for e in rest))
+        return report(eps_a + gdp_epsilon(mu, delta_rest), "gdp_exact" + tag)
+
+    candidates = []
+    if all_pure:
+        candidates.append((basic_eps, "basic", None))
+    eps_rdp, order = _rdp_epsilon(rest, delta_rest, relation)
+    candidates.append((eps_rdp, "rdp", order))
+    rho = _zcdp_total(rest)
+    if rho is not None:
+        candidates.append((zcdp_epsilon(rho, delta_rest), "zcdp", None))
+    if all(isinstance(e, (GaussianEvent, BoundedRangeEvent) + _PURE_TYPES) for e in rest):
+        mu = math.sqrt(sum(e.mu_squared for e in rest if isinstance(e, GaussianEvent)))
+        pure = sum(e.count * e.epsilon for e in rest if not isinstance(e, GaussianEvent))
+        candidates.append((gdp_epsilon(mu, delta_rest) + pure, "gdp+basic", None))
+    eps, method, order = min(candidates, key=lambda c: c[0])
+    return report(eps_a + eps, method + tag, order)
+
+
+# --------------------------------------------------------------------------------------
+# Calibration
+# --------------------------------------------------------------------------------------
+def calibrate_gaussian(sum_squared_sensitivity, epsilon, delta):
+    """Common sigma for Gaussian releases with ``sum_t count_t Delta_t^2 = sum_squared_sensitivity``.
+
+    Closed form of ``privacy_core.md`` section 2: ``sigma = sqrt(sum count Delta^2) / mu*``,
+    where ``mu*`` is the largest mu-GDP meeting (epsilon, delta). This is the exact
+    inverse of :func:`price` on those events.
+
+    Examples
+    --------
+    >>> round(calibrate_gaussian(100 * 0.002**2, 1.0, 1e-5), 10)   # privacy_core V8
+    0.0746126327
+    """
+    if delta <= 0:
+        raise ValueError("Gaussian noise cannot give delta = 0; use a pure-epsilon mechanism.")
+    mu = gdp_mu(float(epsilon), float(delta))
+    sigma = math.sqrt(sum_squared_sensitivity) / mu
+    # Guard the private side against the last ulp.
+    while math.sqrt(sum_squared_sensitivity) / sigma > mu:  # pragma: no cover
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def pure_noise_scale(sensitivity, epsilon):
+    """Scale of a single Laplace / L2-Laplace release: ``sensitivity / epsilon``.
+
+    ``privacy_core.md`` section 7, shortcuts ("Single pure-epsilon release"); the
+    event it prices to exactly ``epsilon`` is ``L2LaplaceEvent(sensitivity, scale)``.
+    """
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
+    return float(sensitivity) / float(epsilon)
+
+
+def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.0, rtol=1e-5, max_steps=400):
+    """Smallest noise parameter ``p`` with ``price(make_events(p), delta).epsilon <= epsilon``.
+
+    ``make_events(p)`` must describe mechanisms whose privacy loss does not
+    increase as ``p`` grows (``p`` a noise std, noise multiplier or Gumbel
+    scale); see ``privacy_core.md`` section 7 for why all the events here are.
+    Bisection in ``log p`` on the same :func:`price` that prices the fit;
+    returns the private end of the final bracket, so the returned parameter
+    always satisfies the target.
+
+    Returns
+    -------
+    param : float
+    report : PrivacyReport
+        The price at ``param``.
+    """
+    epsilon = float(epsilon)
+
+    def eps_of(p):
+        return price(make_events(p), delta, relation)
+
+    hi = float(initial)
+    rep_hi = eps_of(hi)
+    steps = 0
+    while rep_hi.budget.epsilon > epsilon:
+        hi *= 4.0
+        rep_hi = eps_of(hi)
+        steps += 1
+        if steps > max_steps:
+            raise PrivacyAccountingError("Could not find enough noise to meet the privacy target.")
+    lo = hi / 4.0
+    rep_lo = eps_of(lo)
+    while rep_lo.budget.epsilon <= epsilon:
+        hi, rep_hi = lo, rep_lo
+        lo = lo / 4.0
+        rep_lo = eps_of(lo)
+        steps += 1
+        if steps > max_steps:
+            return hi, rep_hi  # essentially no noise is needed
+    while hi / lo - 1 > rtol:
+        mid = math.sqrt(lo * hi)
+        rep_mid = eps_of(mid)
+        if rep_mid.budget.epsilon <= epsilon:
+            hi, rep_hi = mid, rep_mid
+        else:
+            lo = mid
+    return hi, rep_hi

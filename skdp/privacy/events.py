@@ -1,0 +1,243 @@
+"""What a solver releases, described as immutable data.
+
+A solver never computes epsilon itself. It returns a list of events; the
+accountant (:mod:`skdp.privacy.accounting`) prices any list of them. Each event
+states its mathematics completely, so that it can be priced without knowing
+which solver emitted it. Sensitivities are always those of the neighbouring
+relation the accountant is asked about; skdp's solvers compute them for
+**replace-one** neighbours with public ``n`` (``../shared/algorithms/README.md``,
+"One neighbouring relation"; ``privacy_core.md`` section 1).
+
+Reference: ``privacy_core.md`` section 7 (accountant design).
+"""
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "GaussianEvent",
+    "PoissonGaussianEvent",
+    "LaplaceEvent",
+    "L2LaplaceEvent",
+    "PureDPEvent",
+    "BoundedRangeEvent",
+    "ZCDPEvent",
+    "ApproxDPEvent",
+    "scale_event_count",
+]
+
+
+def _check_positive(name, value, *, allow_inf=False, allow_zero=False):
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0, got {value!r}.")
+    if math.isinf(value) and not allow_inf:
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return value
+
+
+def _check_count(count):
+    if isinstance(count, bool) or int(count) != count or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}.")
+    return int(count)
+
+
+@dataclass(frozen=True)
+class GaussianEvent:
+    """``count`` adaptive releases of ``q(D) + N(0, sigma^2 I)``.
+
+    ``sensitivity`` is the L2 sensitivity of the query ``q`` under the relation
+    being priced: ``sup ||q(D) - q(D')||_2`` over neighbours (for a mean of
+    per-row vectors bounded by ``C`` under replace-one with public ``n``, that is
+    ``2C/n``). Each release is ``(sensitivity/sigma)``-GDP (Dong, Roth, Su 2022,
+    Thm 2.7) and ``count`` of them compose exactly (Cor. 3.3).
+    """
+
+    sensitivity: float
+    sigma: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
+        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma, allow_inf=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+    @property
+    def mu_squared(self):
+        """The squared GDP parameter ``count * (sensitivity/sigma)^2``."""
+        return self.count * (self.sensitivity / self.sigma) ** 2
+
+
+@dataclass(frozen=True)
+class PoissonGaussianEvent:
+    """``count`` Poisson-subsampled Gaussian steps (the DP-SGD step).
+
+    Each step includes every row independently with probability
+    ``sampling_rate`` (``q``), sums a per-row vector of L2 norm at most ``C``
+    over the sampled rows, and adds ``N(0, (noise_multiplier * C)^2 I)``.
+    ``noise_multiplier`` is ``z = sigma / C`` with ``C`` the **per-row** bound of
+    the summed vector (not a sensitivity): dividing the noisy sum by a public
+    constant (the expected batch size ``q n``) is post-processing; dividing by
+    the realised batch size is not allowed.
+
+    Under replace-one the worst pair of one step is
+    ``(1-q) N(0, z^2) + q N(+1, z^2)`` against ``(1-q) N(0, z^2) + q N(-1, z^2)``
+    (``privacy_core.md`` section 4.3); under add/remove it is the mixture against
+    ``N(0, z^2)`` (section 4.2). The accountant chooses by its ``relation``.
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+    count: int = 1
+
+    def __post_init__(self):
+        q = _check_positive("sampling_rate", self.sampling_rate)
+        if q > 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {q!r}.")
+        object.__setattr__(self, "sampling_rate", q)
+        object.__setattr__(
+            self, "noise_multiplier", _check_positive("noise_multiplier", self.noise_multiplier, allow_inf=True)
+        )
+        object.__setattr__(self, "count", _check_count(self.count))
+
+
+@dataclass(frozen=True)
+class PureDPEvent:
+    """``count`` releases, each ``epsilon``-DP (delta = 0) by its own proof.
+
+    Priced by basic composition when ``delta = 0``, and through the tight RDP
+    curve of a generic epsilon-DP mechanism (Bun-Steinke 2016; ``privacy_core.md``
+    section 5) when ``delta > 0``.
+    """
+
+    epsilon: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+    @property
+    def one_dimensional_laplace(self):
+        return False
+
+
+@dataclass(frozen=True)
+class LaplaceEvent:
+    """``count`` releases of ``q(D) + Lap(scale)^k`` (i.i.d. coordinates).
+
+    ``sensitivity`` is the **L1** sensitivity of ``q``; each release is
+    ``sensitivity/scale``-DP (Dwork & Roth 2014, Thm 3.6). When
+    ``one_dimensional`` is true (a scalar query) the exact Laplace RDP curve
+    (Mironov 2017, Prop. 6) is used; otherwise the generic pure-DP curve.
+    """
+
+    sensitivity: float
+    scale: float
+    count: int = 1
+    one_dimensional: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
+        object.__setattr__(self, "scale", _check_positive("scale", self.scale, allow_inf=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+    @property
+    def epsilon(self):
+        return self.sensitivity / self.scale
+
+    @property
+    def one_dimensional_laplace(self):
+        return bool(self.one_dimensional)
+
+
+@dataclass(frozen=True)
+class L2LaplaceEvent:
+    """``count`` releases of ``q(D) + b`` with density of ``b`` prop. to ``exp(-||b||_2/scale)``.
+
+    The "Gamma-norm" / L2-Laplace mechanism (Chaudhuri, Monteleoni, Sarwate 2011,
+    Alg. 1): ``||b|| ~ Gamma(d, scale)`` with a uniform direction. With L2
+    sensitivity ``sensitivity`` it is ``sensitivity/scale``-DP by the triangle
+    inequality (``privacy_core.md`` section 5). This covers **output**
+    perturbation only; objective perturbation uses :class:`ApproxDPEvent`.
+    """
+
+    sensitivity: float
+    scale: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
+        object.__setattr__(self, "scale", _check_positive("scale", self.scale, allow_inf=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+    @property
+    def epsilon(self):
+        return self.sensitivity / self.scale
+
+    @property
+    def one_dimensional_laplace(self):
+        return False
+
+
+@dataclass(frozen=True)
+class BoundedRangeEvent:
+    """``count`` epsilon-bounded-range selections (exponential mechanism, Gumbel report-noisy-max).
+
+    With score sensitivity ``s`` and Gumbel scale ``beta`` the selection is
+    ``epsilon = 2 s / beta`` bounded range (Durfee-Rogers 2019); it is
+    ``epsilon^2/8``-zCDP (Cesar-Rogers 2021) and epsilon-DP.
+    """
+
+    epsilon: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+
+@dataclass(frozen=True)
+class ZCDPEvent:
+    """``count`` releases, each ``rho``-zCDP (RDP curve ``alpha * rho``)."""
+
+    rho: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "rho", _check_positive("rho", self.rho, allow_zero=True))
+        object.__setattr__(self, "count", _check_count(self.count))
+
+
+@dataclass(frozen=True)
+class ApproxDPEvent:
+    """``count`` releases, each (epsilon, delta)-DP by a theorem of its own.
+
+    Used for mechanisms that are not additive-noise releases and therefore have
+    no RDP curve we can vouch for, e.g. objective perturbation, whose guarantee
+    comes from a change-of-variables argument (Kifer-Smith-Thakurta 2012;
+    ``seed003_private_sco.md`` section 4.4, reviewer correction). They are
+    composed with everything else by basic composition: epsilons add, deltas
+    add.
+    """
+
+    epsilon: float
+    delta: float
+    count: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
+        delta = float(self.delta)
+        if math.isnan(delta) or not 0 <= delta < 1:
+            raise ValueError(f"delta must be in [0, 1), got {self.delta!r}.")
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "count", _check_count(self.count))
+
+
+def scale_event_count(event, factor):
+    """Return ``event`` composed ``factor`` more times (its ``count`` multiplied)."""
+    from dataclasses import replace
+
+    return replace(event, count=event.count * _check_count(factor))

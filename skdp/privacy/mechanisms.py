@@ -1,0 +1,46 @@
+"""Noise samplers. They draw only from the generator they are given.
+
+Estimators pass ``check_random_state(self.random_state)``; ``random_state=None``
+therefore means numpy's global ``RandomState``, which is seeded from OS
+entropy at import, and an ``int`` gives reproducible draws.
+
+References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
+``seed002_output_perturbation.md`` section 3.1.
+"""
+
+import numpy as np
+
+__all__ = ["gaussian_noise", "l2_laplace_noise", "laplace_noise"]
+
+
+def _shape(size):
+    return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
+
+
+def gaussian_noise(rng, sigma, size):
+    """Draw ``N(0, sigma^2 I)`` of the given shape."""
+    return rng.normal(0.0, 1.0, size=_shape(size)) * float(sigma)
+
+
+def laplace_noise(rng, scale, size):
+    """Draw i.i.d. ``Laplace(0, scale)`` coordinates (needs an L1 sensitivity)."""
+    return rng.laplace(0.0, float(scale), size=_shape(size))
+
+
+def l2_laplace_noise(rng, scale, size):
+    """Draw ``b`` with density proportional to ``exp(-||b||_2 / scale)``.
+
+    ``||b|| ~ Gamma(shape=d, scale=scale)`` times a direction uniform on the
+    sphere (``privacy_core.md`` section 5). This is *not* i.i.d. Laplace:
+    ``E||b|| = d scale`` and each coordinate has variance ``(d + 1) scale^2``.
+    ``size`` may be a shape; ``d`` is the total number of entries.
+    """
+    shape = _shape(size)
+    d = int(np.prod(shape))
+    direction = rng.normal(0.0, 1.0, size=d)
+    norm = np.linalg.norm(direction)
+    while norm == 0:  # pragma: no cover - probability zero
+        direction = rng.normal(0.0, 1.0, size=d)
+        norm = np.linalg.norm(direction)
+    radius = rng.gamma(shape=d, scale=float(scale))
+    return (radius * direction / norm).reshape(shape)

@@ -1,0 +1,145 @@
+"""The solver protocol: a solver gets a bounded problem, a target budget and a
+generator, and returns coefficients plus the list of events it released."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..losses import clipped_mean_gradient
+
+__all__ = ["Problem", "SolverResult", "Solver", "register", "get_solver", "SOLVERS"]
+
+
+@dataclass
+class Problem:
+    """A bounded GLM problem ``min (1/n) sum phi(<w, x_i>, y_i) + (alpha/2)||w||^2``.
+
+    ``X`` rows satisfy ``||x_i|| <= data_norm`` (intercept column included);
+    regression labels satisfy ``|y_i| <= label_bound``; ``coef_norm`` is the
+    radius ``M`` of the ball the coefficients are constrained to (``None`` when
+    unconstrained). Only ``n`` and the bounds enter any sensitivity.
+    """
+
+    X: object
+    y: np.ndarray
+    norms: np.ndarray
+    loss: object
+    penalty: object
+    data_norm: float
+    n_outputs: int = 1
+    label_bound: float = None
+    coef_norm: float = None
+    max_iter: int = None
+    verbose: int = 0
+    options: dict = field(default_factory=dict)
+
+    @property
+    def n(self):
+        return self.X.shape[0]
+
+    @property
+    def coef_shape(self):
+        p = self.X.shape[1]
+        return (p,) if self.n_outputs == 1 else (p, self.n_outputs)
+
+    @property
+    def gradient_bound(self):
+        """Per-example gradient bound ``G`` of the data loss (replace-one changes one term by <= 2G)."""
+        return self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+
+    @property
+    def clip(self):
+        """Clip norm for per-example gradients; ``None`` when the loss is provably G-Lipschitz."""
+        return None if self.loss.globally_lipschitz else self.gradient_bound
+
+    @property
+    def smoothness(self):
+        return self.loss.smoothness(self.data_norm)
+
+    def mean_gradient(self, coef, rows=None, n_total=None):
+        return clipped_mean_gradient(
+            self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows
+        )
+
+    def objective(self, coef):
+        Z = self.X @ coef
+        return float(np.mean(self.loss.value(Z, self.y))) + self.penalty.value(coef)
+
+
+@dataclass
+class SolverResult:
+    """What a solver returns: coefficients, iterations, released events, noise scale."""
+
+    coef: np.ndarray
+    n_iter: int
+    events: list
+    noise_scale: float
+    info: dict = field(default_factory=dict)
+
+
+class Solver:
+    """Base class. Subclasses set the class attributes and implement ``solve``.
+
+    Attributes
+    ----------
+    name : str
+        The ``solver=`` id.
+    card : str
+        Card file and section the implementation follows.
+    losses : tuple of str
+        Loss names it supports.
+    pure_dp : bool
+        Whether it has a ``delta = 0`` variant.
+    approx_dp : bool
+        Whether it has a ``delta > 0`` variant.
+    needs_strong_convexity : bool
+        Whether its proof needs ``alpha > 0``.
+    """
+
+    name = None
+    card = None
+    losses = ()
+    pure_dp = False
+    approx_dp = True
+    needs_strong_convexity = False
+    summary = ""
+
+    def check(self, loss_name, delta, alpha):
+        """Raise ``ValueError`` if this solver cannot run the given setting."""
+        if loss_name not in self.losses:
+            ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses)
+            raise ValueError(
+                f"solver={self.name!r} does not support the {loss_name} loss; "
+                f"solvers that do: {ok}."
+            )
+        if delta == 0 and not self.pure_dp:
+            ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses and s.pure_dp)
+            raise ValueError(
+                f"solver={self.name!r} has no pure-epsilon (delta=0) variant; use delta > 0 "
+                f"or one of {ok}."
+            )
+        if delta > 0 and not self.approx_dp:  # pragma: no cover - every solver has one today
+            raise ValueError(f"solver={self.name!r} needs delta=0.")
+        if self.needs_strong_convexity and not alpha > 0:
+            raise ValueError(
+                f"solver={self.name!r} needs a strongly convex objective: set alpha > 0."
+            )
+
+    def solve(self, problem, budget, rng):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+SOLVERS = {}
+
+
+def register(cls):
+    """Class decorator: register a solver under its ``name``."""
+    SOLVERS[cls.name] = cls()
+    return cls
+
+
+def get_solver(name):
+    try:
+        return SOLVERS[name]
+    except KeyError:
+        raise ValueError(f"Unknown solver {name!r}; available: {sorted(SOLVERS)}.") from None
