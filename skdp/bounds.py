@@ -61,6 +61,7 @@ class BoundedData:
     n_clipped: int  # raw rows that were shrunk
     data_derived: bool  # True if K was read from the data
     row_norms: np.ndarray  # norms of the rows of X (after clipping)
+    intercept_scaling: float = 0.0  # value c0 of the appended column
 
 
 def bound_features(X, data_norm, fit_intercept, intercept_scaling):
@@ -74,20 +75,24 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
         Bound ``K`` on the L2 norm of each augmented row. ``None`` reads it from
         the data (max row norm), with a :class:`PrivacyLeakWarning`.
     fit_intercept : bool
-    intercept_scaling : float
-        Value ``c0`` of the constant column; must be ``< data_norm``.
+    intercept_scaling : float or None
+        Value ``c0`` of the constant column; must be ``< data_norm``. ``None``
+        uses ``data_norm / 2`` (raw rows are then clipped to ``0.866 K``).
 
     Returns
     -------
     BoundedData
     """
-    c0 = float(intercept_scaling) if fit_intercept else 0.0
+    half = intercept_scaling is None
+    c0 = (0.0 if half else float(intercept_scaling)) if fit_intercept else 0.0
     norms = row_norms(X)
     derived = data_norm is None
     if derived:
-        K = math.sqrt(float(np.max(norms, initial=0.0)) ** 2 + c0**2)
-        if K == 0:
-            K = 1.0
+        max_norm = float(np.max(norms, initial=0.0)) or 1.0
+        if half and fit_intercept:
+            K = max_norm / math.sqrt(0.75)
+        else:
+            K = math.sqrt(max_norm**2 + c0**2)
         warnings.warn(
             "data_norm was not given, so the row norm bound was computed from the data "
             f"(data_norm_={K:.4g}). This leaks information and voids the privacy guarantee "
@@ -98,6 +103,8 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
         )
     else:
         K = float(data_norm)
+    if half and fit_intercept:
+        c0 = K / 2
     if c0 >= K:
         raise ValueError(
             f"intercept_scaling={c0!r} must be smaller than data_norm={K!r}: the constant "
@@ -116,7 +123,7 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
     if fit_intercept:
         Xc = append_intercept_column(Xc, c0)
         norms = np.sqrt(norms**2 + c0**2)
-    return BoundedData(Xc, K, n_clipped, derived, norms)
+    return BoundedData(Xc, K, n_clipped, derived, norms, c0)
 
 
 def bound_labels(y, label_bound, fit_intercept):

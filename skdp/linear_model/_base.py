@@ -40,7 +40,7 @@ class DPLinearModel(BaseEstimator):
         "solver": [StrOptions({"auto"} | set(SOLVERS))],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither"), None],
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -59,7 +59,8 @@ class DPLinearModel(BaseEstimator):
         if self.data_norm is not None:
             if not math.isfinite(self.data_norm):
                 raise ValueError(f"data_norm must be finite, got {self.data_norm!r}.")
-            if self.fit_intercept and self.intercept_scaling >= self.data_norm:
+            if (self.fit_intercept and self.intercept_scaling is not None
+                    and self.intercept_scaling >= self.data_norm):
                 raise ValueError(
                     f"intercept_scaling={self.intercept_scaling!r} must be smaller than "
                     f"data_norm={self.data_norm!r}: the intercept column counts towards the "
@@ -78,10 +79,13 @@ class DPLinearModel(BaseEstimator):
         )
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False):
+                     data_derived=False, clip_norm=None):
         """Bound X, run the solver, price what it released, and set fitted attributes."""
         bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling)
         penalty = L2Penalty(self.alpha, radius=coef_norm)
+        if clip_norm == "label":
+            # Clip per-example gradients at K * B: the largest gradient at w = 0.
+            clip_norm = bounded.data_norm * label_bound
         problem = Problem(
             X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded,
@@ -94,6 +98,7 @@ class DPLinearModel(BaseEstimator):
             coef_norm=coef_norm,
             max_iter=self.max_iter,
             verbose=self.verbose,
+            clip_norm=clip_norm,
         )
         budget = PrivacyBudget(self.epsilon, self.delta)
         result = solver.solve(problem, budget, _make_rng(self.random_state))
@@ -101,6 +106,7 @@ class DPLinearModel(BaseEstimator):
 
         self.solver_ = solver.name
         self.data_norm_ = bounded.data_norm
+        self.intercept_scaling_ = bounded.intercept_scaling
         self.n_rows_clipped_ = bounded.n_clipped
         self.n_iter_ = int(result.n_iter)
         self.noise_scale_ = float(result.noise_scale)
@@ -123,7 +129,7 @@ class DPLinearModel(BaseEstimator):
         if coef.ndim == 1:
             coef = coef[:, None]
         if self.fit_intercept:
-            intercept = coef[-1] * self.intercept_scaling
+            intercept = coef[-1] * self.intercept_scaling_
             coef = coef[:-1]
         else:
             intercept = np.zeros(coef.shape[1])

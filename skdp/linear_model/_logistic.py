@@ -42,15 +42,16 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         ``dp_gd`` and ``dp_svrg`` have none and refuse it.
     solver : {"auto", "dp_gd", "output_pert", "obj_pert", "dp_svrg"}, default="auto"
         DP optimisation algorithm; see :func:`skdp.list_solvers`. ``"auto"``
-        uses ``"obj_pert"`` for binary problems and ``"dp_gd"`` (``"output_pert"``
-        when ``delta=0``) for multiclass ones.
+        uses ``"dp_gd"`` (``"output_pert"`` when ``delta=0``), the most accurate
+        at small n in ``benchmarks/bench_utility.py``.
     alpha : float, default=0.01
         L2 regularisation on the mean loss. sklearn's ``C`` corresponds to
         ``alpha = 1/(C n)``. ``output_pert`` and ``dp_svrg`` need ``alpha > 0``.
     fit_intercept : bool, default=True
         Whether to fit an (penalised) intercept.
-    intercept_scaling : float, default=1.0
+    intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
+        ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
     data_norm : float or None, default=None
         Public bound on the L2 norm of each row (intercept column included).
         Rows above it are scaled down (counted in ``n_rows_clipped_``).
@@ -121,7 +122,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         solver="auto",
         alpha=0.01,
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling=None,
         data_norm=None,
         classes=None,
         max_iter=None,
@@ -141,8 +142,6 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         self.verbose = verbose
 
     def _auto_solver(self, loss_name):
-        if loss_name == "logistic":
-            return "obj_pert"
         return "output_pert" if self.delta == 0 else "dp_gd"
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -42,13 +42,20 @@ class DPRidge(RegressorMixin, DPLinearModel):
     delta : float, default=1e-5
         Failure probability in [0, 1); ``delta=0`` needs ``solver="output_pert"``.
     solver : {"auto", "dp_gd", "output_pert", "obj_pert", "dp_svrg"}, default="auto"
-        ``"auto"`` uses ``"obj_pert"`` (``"output_pert"`` when ``delta=0``).
-    alpha : float, default=0.05
+        ``"auto"`` uses ``"dp_gd"`` (``"output_pert"`` when ``delta=0``).
+        The gradient solvers (``dp_gd``, ``dp_svrg``, ``output_pert``) clip each
+        per-example gradient to ``data_norm * B`` (``B`` the centred label bound),
+        the largest gradient norm at ``w = 0``: for the squared loss this is
+        the exact gradient of a Huber-type surrogate that is still convex and
+        ``K^2``-smooth, so their proofs hold. ``obj_pert`` needs the exact
+        (C^2) squared loss and uses ``G = K (K M + B)``.
+    alpha : float, default=0.1
         L2 regularisation on the mean loss. sklearn's ``Ridge(alpha=a)``
         corresponds to ``alpha = a/n`` here.
     fit_intercept : bool, default=True
-    intercept_scaling : float, default=1.0
+    intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
+        ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
     data_norm : float or None, default=None
         Public L2 bound on each row (intercept column included).
     label_bound : float, (low, high) or None, default=None
@@ -114,9 +121,9 @@ class DPRidge(RegressorMixin, DPLinearModel):
         delta=1e-5,
         *,
         solver="auto",
-        alpha=0.05,
+        alpha=0.1,
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling=None,
         data_norm=None,
         label_bound=None,
         coef_norm=None,
@@ -138,7 +145,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.verbose = verbose
 
     def _auto_solver(self, loss_name):
-        return "output_pert" if self.delta == 0 else "obj_pert"
+        return "output_pert" if self.delta == 0 else "dp_gd"
 
     def _check_label_bound(self):
         lb = self.label_bound
@@ -180,9 +187,14 @@ class DPRidge(RegressorMixin, DPLinearModel):
         y = np.asarray(y, dtype=np.float64)
         yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
         M = float(self.coef_norm) if self.coef_norm is not None else bound / math.sqrt(self.alpha)
-        coef, _ = self._fit_problem(
-            X, yc, SquaredLoss(), 1, solver, label_bound=bound, coef_norm=M, data_derived=derived
+        # Work in units where |y| <= 1 (dividing by the public bound is a public
+        # rescaling; coefficients are scaled back afterwards).
+        K = self.data_norm
+        coef, bounded = self._fit_problem(
+            X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
+            data_derived=derived, clip_norm="label",
         )
+        coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)
         self.coef_ = coef_.ravel()
         self.intercept_ = float(intercept_[0]) + centre

@@ -76,6 +76,12 @@ _SUPPORTED = (
     ApproxDPEvent,
 )
 
+#: Orders for curves with Poisson-subsampled events, whose RDP is a quadrature per order.
+_SAMPLED_ORDERS = np.concatenate(
+    [np.round(np.arange(1.1, 2.0, 0.1), 10), np.arange(2.0, 10.0, 0.25), np.arange(10.0, 20.0), np.arange(20.0, 64.0, 2.0),
+     [64.0, 80.0, 96.0, 128.0, 192.0, 256.0]]
+)
+
 #: dp-accounting's default orders (``privacy_core.md`` section 4.6).
 DEFAULT_RDP_ORDERS = np.concatenate(
     [np.round(np.arange(1.1, 10.95, 0.1), 10), np.arange(11.0, 64.0), [128.0, 256.0, 512.0, 1024.0]]
@@ -350,7 +356,7 @@ def _rdp_curve(events, orders, relation):
 
 def _rdp_epsilon(events, delta, relation):
     has_sampled = any(isinstance(e, PoissonGaussianEvent) for e in events)
-    orders = DEFAULT_RDP_ORDERS if not has_sampled else DEFAULT_RDP_ORDERS[DEFAULT_RDP_ORDERS <= 256]
+    orders = DEFAULT_RDP_ORDERS if not has_sampled else _SAMPLED_ORDERS
     eps, order = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
     # Extend the grid when the optimum sits on its edge (section 4.6).
     max_order = 2**16 if not has_sampled else 2**12

@@ -39,7 +39,7 @@ def objective_perturbation_gaussian(zeta, lambda_h, n, alpha, epsilon, delta, ja
         raise ValueError("The Gaussian objective perturbation needs delta > 0.")
     eps_j = jacobian_fraction * epsilon
     eps_n = epsilon - eps_j
-    needed = lambda_h / (n * math.expm1(eps_j))
+    needed = lambda_h / (n * math.expm1(eps_j)) if eps_j < 700 else 0.0
     extra = max(0.0, needed - alpha)
     c = math.sqrt(2 * math.log(1 / delta))
     sigma = 2 * zeta * (c + math.sqrt(c * c + 2 * eps_n)) / (2 * eps_n)

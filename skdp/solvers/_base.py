@@ -42,15 +42,31 @@ class Problem:
         p = self.X.shape[1]
         return (p,) if self.n_outputs == 1 else (p, self.n_outputs)
 
+    #: per-example gradient clip norm requested by the estimator (``None``: the loss's own bound)
+    clip_norm: float = None
+
+    @property
+    def lipschitz_bound(self):
+        """Per-example gradient bound of the (unclipped) loss over the domain."""
+        return self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+
     @property
     def gradient_bound(self):
-        """Per-example gradient bound ``G`` of the data loss (replace-one changes one term by <= 2G)."""
-        return self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+        """Per-example gradient bound ``G`` that the gradient solvers' sensitivities use.
+
+        Replace-one changes one per-example term by at most ``2G``. It is the
+        loss's own bound, or the clip norm when per-example clipping to a
+        smaller norm is requested.
+        """
+        G = self.lipschitz_bound
+        return G if self.clip_norm is None else min(G, self.clip_norm)
 
     @property
     def clip(self):
         """Clip norm for per-example gradients; ``None`` when the loss is provably G-Lipschitz."""
-        return None if self.loss.globally_lipschitz else self.gradient_bound
+        if self.loss.globally_lipschitz and self.clip_norm is None:
+            return None
+        return self.gradient_bound
 
     @property
     def smoothness(self):

@@ -133,7 +133,7 @@ class ObjectivePerturbation(Solver):
 
     def noise(self, problem, epsilon, delta):
         """(kind, scale, extra_alpha) for one binary / regression problem."""
-        zeta = problem.gradient_bound
+        zeta = problem.lipschitz_bound  # exact loss: no clipping inside objective perturbation
         lam_h = problem.loss.hessian_bound(problem.data_norm)
         alpha = problem.penalty.alpha
         jf = problem.options.get("jacobian_fraction", 0.5)
