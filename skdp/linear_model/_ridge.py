@@ -6,7 +6,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..bounds import bound_labels
 from ..losses import SquaredLoss
@@ -205,14 +205,9 @@ class DPRidge(RegressorMixin, DPLinearModel):
 
     def predict(self, X):
         """Predicted targets."""
-        return self._linear_predictor(X).ravel() if self.coef_.ndim == 1 else None
-
-    def _linear_predictor(self, X):
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        return np.asarray(X @ self.coef_) + self.intercept_
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

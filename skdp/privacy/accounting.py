@@ -497,10 +497,11 @@ def calibrate_gaussian(sum_squared_sensitivity, epsilon, delta):
     if delta <= 0:
         raise ValueError("Gaussian noise cannot give delta = 0; use a pure-epsilon mechanism.")
     mu = gdp_mu(float(epsilon), float(delta))
-    sigma = math.sqrt(sum_squared_sensitivity) / mu
-    # Guard the private side against the last ulp.
-    while math.sqrt(sum_squared_sensitivity) / sigma > mu:  # pragma: no cover
-        sigma = math.nextafter(sigma, math.inf)
+    root = math.sqrt(sum_squared_sensitivity)
+    sigma = root / mu
+    # Make sure the accountant itself (root-finding included) prices it at <= epsilon.
+    while root > 0 and gdp_epsilon(root / sigma, delta) > epsilon:
+        sigma *= 1 + 1e-12
     return sigma
 
 

@@ -1,0 +1,269 @@
+"""The accountant against privacy_core.md's test vectors, closed forms and dp-accounting."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.privacy import (
+    ApproxDPEvent,
+    BoundedRangeEvent,
+    GaussianEvent,
+    L2LaplaceEvent,
+    LaplaceEvent,
+    PoissonGaussianEvent,
+    PrivacyBudget,
+    PureDPEvent,
+    ZCDPEvent,
+    calibrate,
+    calibrate_gaussian,
+    classic_gaussian_sigma,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    price,
+    rdp_laplace_1d,
+    rdp_poisson_gaussian,
+    rdp_pure,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from skdp.privacy.accounting import rdp_poisson_gaussian_add_remove_integer
+from skdp.exceptions import PrivacyAccountingError
+
+
+# ---------------------------------------------------------------- V1: analytic Gaussian
+@pytest.mark.parametrize(
+    "eps, delta, mu, sigma",
+    [
+        (0.1, 1e-5, 0.0325207841, 30.7495661320),
+        (1, 1e-5, 0.2680511232, 3.7306316348),
+        (8, 1e-6, 1.5315451176, 0.6529353844),
+        (0.5, 1e-5, 0.1422105587, 7.0318266756),
+        (1, 1e-6, 0.2367043807, 4.2246788893),
+    ],
+)
+def test_analytic_gaussian_calibration(eps, delta, mu, sigma):
+    assert gdp_mu(eps, delta) == pytest.approx(mu, abs=1e-9)
+    assert calibrate_gaussian(1.0, eps, delta) == pytest.approx(sigma, rel=1e-8)
+
+
+@pytest.mark.parametrize(
+    "mu, eps",
+    [(0.001, 0.0019387250), (0.5, 1.9930914044), (1, 4.3771780957), (2, 9.9972561464),
+     (5, 33.1037323359), (50, 1462.2850159648)],
+)
+def test_gdp_epsilon_vectors(mu, eps):
+    # mu = 50 overflows the naive formula (e^eps with eps > 709).
+    assert gdp_epsilon(mu, 1e-5) == pytest.approx(eps, rel=1e-9, abs=1e-10)
+
+
+def test_gdp_delta_vectors():
+    assert gdp_delta(1.0, 1.0) == pytest.approx(0.1269367375, abs=1e-10)
+    assert gdp_delta(0.0, 1.0) == pytest.approx(0.3829249225, abs=1e-10)
+
+
+def test_one_gaussian_step_is_balle_wang_analytic_mechanism():
+    # BW18 Thm 8 written directly with scipy: delta(eps) at sigma, Delta.
+    from scipy.stats import norm
+
+    sens, sigma, eps = 2.0, 5.0, 0.7
+    direct = norm.cdf(sens / (2 * sigma) - eps * sigma / sens) - math.exp(eps) * norm.cdf(
+        -sens / (2 * sigma) - eps * sigma / sens
+    )
+    rep = price([GaussianEvent(sens, sigma)], delta=direct)
+    assert rep.method == "gdp_exact"
+    assert rep.budget.epsilon == pytest.approx(eps, rel=1e-7)
+
+
+def test_t_equal_steps_equal_one_step_with_sigma_over_sqrt_t():
+    T = 37
+    many = price([GaussianEvent(0.3, 2.0, count=T)], 1e-6).budget.epsilon
+    one = price([GaussianEvent(0.3, 2.0 / math.sqrt(T))], 1e-6).budget.epsilon
+    assert many == pytest.approx(one, rel=1e-10)
+
+
+def test_classic_gaussian_is_only_for_small_epsilon():
+    assert classic_gaussian_sigma(1.0, 0.5, 1e-5) == pytest.approx(9.6896105252, rel=1e-9)
+    with pytest.raises(ValueError):
+        classic_gaussian_sigma(1.0, 1.0, 1e-5)
+
+
+# ---------------------------------------------------------------- V2 / V4: zCDP and RDP
+def test_v2_hundred_gaussians():
+    events = [GaussianEvent(1.0, 10.0, count=100)]
+    assert price(events, 1e-5).budget.epsilon == pytest.approx(4.3771780957, rel=1e-9)
+    # The RDP bound alone (used when events are mixed) is looser, as the card says.
+    from skdp.privacy.accounting import _rdp_epsilon
+
+    eps, order = _rdp_epsilon(events, 1e-5, "replace_one")
+    assert eps == pytest.approx(4.7285070672, rel=1e-8)
+    assert order == pytest.approx(5.4)
+
+
+@pytest.mark.parametrize("rho, eps", [(0.01, 0.545726), (0.5, 4.728387), (2.0, 10.724824)])
+def test_v4_zcdp_conversion(rho, eps):
+    assert zcdp_epsilon(rho, 1e-5) == pytest.approx(eps, abs=2e-6)
+
+
+@pytest.mark.parametrize(
+    "eps, delta, rho", [(1, 1e-5, 0.03055660), (0.1, 1e-5, 0.00043299), (8, 1e-6, 1.05235800), (1, 1e-8, 0.01720532)]
+)
+def test_v4_zcdp_inversion(eps, delta, rho):
+    assert zcdp_rho(eps, delta) == pytest.approx(rho, rel=2e-6, abs=5e-9)
+
+
+# ---------------------------------------------------------------- V3: Poisson sampled Gaussian
+def test_v3_replace_one_per_step_rdp():
+    orders = [1.5, 2, 2.5, 4.7, 8, 10.5, 16]
+    expected = [2.718388e-4, 3.626295e-4, 4.535999e-4, 8.575126e-4, 1.486433e-3, 2.153482e-3, 1.709877]
+    np.testing.assert_allclose(rdp_poisson_gaussian(orders, 0.01, 1.1), expected, rtol=2e-6)
+    np.testing.assert_allclose(
+        rdp_poisson_gaussian([2, 4, 8], 0.2, 1.0), [0.15346225, 0.46948345, 2.38795526], rtol=1e-7
+    )
+
+
+def test_add_remove_quadrature_matches_mtz_integer_closed_form():
+    for a in (2, 3, 8, 16):
+        for q, z in ((0.01, 1.1), (0.2, 0.8), (0.05, 3.0)):
+            quad = rdp_poisson_gaussian([a], q, z, relation="add_remove")[0]
+            assert quad == pytest.approx(rdp_poisson_gaussian_add_remove_integer(a, q, z), rel=1e-7)
+
+
+def test_v3_epsilon_both_relations():
+    ev = [PoissonGaussianEvent(0.01, 1.1, 10_000)]
+    rep = price(ev, 1e-5).budget.epsilon
+    ar = price(ev, 1e-5, relation="add_remove").budget.epsilon
+    # Coarser order grid than the card's: at most 0.5% looser, never tighter than the optimum.
+    assert 10.1186 <= rep <= 10.118666 * 1.005
+    assert 5.6318 <= ar <= 5.6320107 * 1.005
+
+
+def test_poisson_with_q_one_is_the_unsampled_gaussian_with_shift_2c():
+    a = np.array([2.0, 5.0])
+    np.testing.assert_allclose(rdp_poisson_gaussian(a, 1.0, 3.0), 2 * a / 9.0)
+
+
+# ---------------------------------------------------------------- V5 / V7: pure and mixed
+def test_v5_pure_curves():
+    np.testing.assert_allclose(rdp_pure([2, 10], 1.0), [0.73532566, 0.96519315], rtol=1e-7)
+    np.testing.assert_allclose(rdp_laplace_1d([2, 10], 1.0), [0.61912363, 0.92868290], rtol=1e-7)
+    np.testing.assert_allclose(rdp_pure([10], 0.1), [0.04388779], rtol=1e-6)
+    np.testing.assert_allclose(rdp_pure([2], 3.0), [2.95153605], rtol=1e-7)
+
+
+def test_v7_mixed_events():
+    ev = [GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)]
+    rep = price(ev, 1e-5)
+    assert rep.method == "rdp"
+    assert rep.budget.epsilon == pytest.approx(7.5373728, rel=1e-7)
+
+
+def test_pure_events_with_delta_zero_compose_basically():
+    ev = [L2LaplaceEvent(2.0, 4.0), LaplaceEvent(1.0, 2.0, count=2), PureDPEvent(0.25)]
+    rep = price(ev, 0.0)
+    assert rep.method == "basic"
+    assert rep.budget == PrivacyBudget(0.5 + 1.0 + 0.25, 0.0)
+
+
+def test_gaussian_with_delta_zero_is_infinite():
+    assert math.isinf(price([GaussianEvent(1.0, 1.0)], 0.0).budget.epsilon)
+    assert math.isinf(price([ZCDPEvent(0.1)], 0.0).budget.epsilon)
+
+
+def test_approx_events_compose_by_basic_composition():
+    rep = price([ApproxDPEvent(0.5, 1e-6, count=2)], 2e-6)
+    assert rep.budget.epsilon == pytest.approx(1.0)
+    assert math.isinf(price([ApproxDPEvent(0.5, 1e-6, count=2)], 1e-6).budget.epsilon)
+    mixed = price([ApproxDPEvent(0.5, 1e-6), GaussianEvent(1.0, 10.0, 100)], 1e-5 + 1e-6)
+    assert mixed.budget.epsilon == pytest.approx(0.5 + 4.3771780957, rel=1e-8)
+
+
+def test_unknown_event_is_refused():
+    with pytest.raises(PrivacyAccountingError):
+        price([object()], 1e-5)
+
+
+# ---------------------------------------------------------------- monotonicity & round trips
+def test_monotone_in_noise_and_in_delta():
+    sigmas = np.geomspace(0.2, 20, 12)
+    eps = [price([PoissonGaussianEvent(0.05, s, 100)], 1e-5).budget.epsilon for s in sigmas]
+    assert np.all(np.diff(eps) < 0)
+    deltas = np.geomspace(1e-9, 1e-2, 8)
+    eps_d = [price([GaussianEvent(1, 2, 10)], d).budget.epsilon for d in deltas]
+    assert np.all(np.diff(eps_d) < 0)
+
+
+@pytest.mark.parametrize("eps, delta", [(0.1, 1e-5), (1.0, 1e-5), (4.0, 1e-7)])
+def test_calibrate_then_price_round_trip(eps, delta):
+    sigma = calibrate_gaussian(100 * 0.002**2, eps, delta)
+    got = price([GaussianEvent(0.002, sigma, 100)], delta).budget.epsilon
+    assert got <= eps and got == pytest.approx(eps, rel=1e-8)
+
+    z, rep = calibrate(lambda p: [PoissonGaussianEvent(0.02, p, 500)], eps, delta, rtol=1e-5)
+    assert rep.budget.epsilon <= eps
+    assert rep.budget.epsilon >= 0.99 * eps
+    assert price([PoissonGaussianEvent(0.02, z * 0.999, 500)], delta).budget.epsilon > rep.budget.epsilon
+
+
+def test_v8_calibrations():
+    assert calibrate_gaussian(100 * 0.002**2, 1.0, 1e-5) == pytest.approx(0.0746126327, rel=1e-8)
+    z, _ = calibrate(lambda p: [PoissonGaussianEvent(0.01, p, 10_000)], 2.0, 1e-5, rtol=1e-6)
+    assert z == pytest.approx(4.29814, rel=5e-3)
+    beta, _ = calibrate(lambda b: [BoundedRangeEvent(2 / b, 100)], 1.0, 1e-5, rtol=1e-6)
+    assert 40.4513 * 0.999 <= beta <= 40.4539 * 1.001
+
+
+# ---------------------------------------------------------------- PrivacyBudget
+def test_budget_validation_repr_and_order():
+    b = PrivacyBudget(1.0, 1e-5)
+    assert repr(b) == "PrivacyBudget(epsilon=1.0, delta=1e-05, relation='replace_one')"
+    assert PrivacyBudget(0.5, 1e-6) <= b and not (b <= PrivacyBudget(0.5, 1e-3))
+    assert PrivacyBudget(0.5, 1e-6) < b and b > PrivacyBudget(0.5, 1e-6)
+    assert tuple(b) == (1.0, 1e-5)
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivacyBudget(-1.0, 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        PrivacyBudget(1.0, 1.0)
+    with pytest.raises(TypeError, match="epsilon"):
+        PrivacyBudget("1", 0.0)
+    with pytest.raises(TypeError, match="relations"):
+        PrivacyBudget(1, 0) <= PrivacyBudget(1, 0, relation="add_remove")
+    with pytest.raises(AttributeError):
+        b.epsilon = 2.0
+
+
+# ---------------------------------------------------------------- dp-accounting cross-checks
+def test_agrees_with_dp_accounting_pld_and_rdp():
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    N = dpa.NeighboringRelation
+    # Unsampled Gaussians: PLD(REPLACE_ONE) models N(-1/nm) vs N(+1/nm): pass nm = 2 sigma / Delta.
+    sigma, sens, T = 0.0746126327, 0.002, 100
+    acc = pld_privacy_accountant.PLDAccountant(N.REPLACE_ONE, value_discretization_interval=1e-5)
+    acc.compose(dpa.GaussianDpEvent(2 * sigma / sens), T)
+    ours = price([GaussianEvent(sens, sigma, T)], 1e-5).budget.epsilon
+    assert ours == pytest.approx(acc.get_epsilon(1e-5), abs=1e-3)
+
+    # Poisson replace-one: our RDP bound is valid and within ~8% of the PLD value.
+    acc = pld_privacy_accountant.PLDAccountant(N.REPLACE_ONE)
+    acc.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.1)), 10_000)
+    pld = acc.get_epsilon(1e-5)
+    ours = price([PoissonGaussianEvent(0.01, 1.1, 10_000)], 1e-5).budget.epsilon
+    assert pld <= ours <= 1.1 * pld
+
+    # Add/remove Poisson: our quadrature RDP agrees with dp-accounting's RDP accountant.
+    racc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=N.ADD_OR_REMOVE_ONE)
+    racc.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.1)), 10_000)
+    ours_ar = price([PoissonGaussianEvent(0.01, 1.1, 10_000)], 1e-5, relation="add_remove").budget.epsilon
+    assert ours_ar == pytest.approx(racc.get_epsilon(1e-5), rel=5e-3)
+
+    # Mixed events (V7) against dp-accounting's RDP accountant.
+    racc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=N.REPLACE_ONE)
+    racc.compose(dpa.GaussianDpEvent(5.0), 50)
+    racc.compose(dpa.ZCDpEvent(0.1**2 / 8), 20)
+    racc.compose(dpa.RandomizedResponseDpEvent(2 / (1 + math.exp(0.5)), 2))
+    ours = price([GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)], 1e-5)
+    assert ours.budget.epsilon == pytest.approx(racc.get_epsilon(1e-5), rel=1e-6)
