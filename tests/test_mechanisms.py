@@ -22,3 +22,22 @@ def test_gaussian_std_and_reproducibility():
     assert a.std() == pytest.approx(3.0, rel=0.01)
     np.testing.assert_array_equal(a, gaussian_noise(np.random.RandomState(1), 3.0, 200000))
     assert gaussian_noise(np.random.RandomState(1), 1.0, (2, 3)).shape == (2, 3)
+
+
+def test_poisson_sample_has_independent_inclusions():
+    from skdp.solvers.gradient import poisson_sample
+
+    rng = np.random.RandomState(0)
+    n, q, reps = 40, 0.15, 20000
+    counts = np.zeros(n)
+    sizes = np.empty(reps)
+    for r in range(reps):
+        idx = poisson_sample(rng, n, q)
+        assert np.all(np.diff(idx) > 0) and (idx.size == 0 or (idx[0] >= 0 and idx[-1] < n))
+        counts[idx] += 1
+        sizes[r] = idx.size
+    # each row included with probability q; batch size Binomial(n, q)
+    assert np.abs(counts / reps - q).max() < 5 * np.sqrt(q * (1 - q) / reps)
+    assert sizes.mean() == pytest.approx(n * q, rel=0.02)
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.05)
+    np.testing.assert_array_equal(poisson_sample(rng, 7, 1.0), np.arange(7))

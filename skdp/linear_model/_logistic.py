@@ -103,8 +103,8 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     >>> X = StandardScaler().fit_transform(X)  # a real pipeline fits this on public data
     >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=6.0, classes=[0, 1],
     ...                            random_state=0).fit(X, y)
-    >>> clf.privacy_spent_
-    PrivacyBudget(epsilon=1.0, delta=1e-05, relation='replace_one')
+    >>> print(clf.privacy_spent_)
+    (epsilon=1, delta=1e-05) [replace_one]
     >>> bool(clf.score(X, y) > 0.9)
     True
     """

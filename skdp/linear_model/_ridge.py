@@ -103,8 +103,8 @@ class DPRidge(RegressorMixin, DPLinearModel):
     >>> y = X @ [1.0, -0.5, 0.25] + 0.1 * rng.randn(2000)
     >>> reg = DPRidge(epsilon=1.0, data_norm=2.0, label_bound=2.0,
     ...               random_state=0).fit(X, y)
-    >>> reg.privacy_spent_
-    PrivacyBudget(epsilon=1.0, delta=1e-05, relation='replace_one')
+    >>> print(reg.privacy_spent_)
+    (epsilon=1, delta=1e-05) [replace_one]
     >>> bool(reg.score(X, y) > 0.5)
     True
     """

@@ -79,6 +79,9 @@ class PrivacyBudget:
         """True when epsilon is finite (a real guarantee)."""
         return math.isfinite(self.epsilon)
 
+    def __str__(self):
+        return f"(epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) [{self.relation}]"
+
     def __iter__(self):
         # Allows ``eps, delta = est.privacy_spent_``.
         yield self.epsilon

@@ -37,7 +37,7 @@ class DPGradientDescent(Solver):
 
     @staticmethod
     def default_steps(n, epsilon):
-        return int(min(100, max(5, math.ceil(n * epsilon / 100))))
+        return int(min(50, max(5, math.ceil(n * epsilon / 100))))
 
     def events(self, problem, sigma, T):
         return [GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T)]
@@ -55,6 +55,29 @@ class DPGradientDescent(Solver):
             g = problem.mean_gradient(w) + gaussian_noise(rng, sigma, w.shape)
             w = problem.penalty.prox(w - eta * g, eta)
         return SolverResult(w, T, self.events(problem, sigma, T), sigma, {"learning_rate": eta})
+
+
+def poisson_sample(rng, n, q):
+    """Indices of a Poisson sample: each of ``n`` rows included independently with prob. ``q``.
+
+    Drawn in O(q n) time by geometric gaps between included rows, which has
+    exactly the distribution of independent Bernoulli(q) inclusions.
+    """
+    if q >= 1:
+        return np.arange(n)
+    out = []
+    pos = -1
+    while True:
+        k = max(16, int(1.2 * q * (n - pos)) + 16)
+        gaps = rng.geometric(q, size=k)
+        idx = pos + np.cumsum(gaps)
+        done = idx >= n
+        if done.any():
+            out.append(idx[: int(np.argmax(done))])
+            break
+        out.append(idx)
+        pos = int(idx[-1])
+    return np.concatenate(out)
 
 
 @lru_cache(maxsize=256)
@@ -146,7 +169,7 @@ class DPSVRG(Solver):
             w = snapshot.copy()
             avg = np.zeros_like(w)
             for _ in range(m):
-                rows = np.flatnonzero(rng.random_sample(n) < q)
+                rows = poisson_sample(rng, n, q)
                 if rows.size:
                     diff = problem.mean_gradient(w, rows=rows, n_total=b) - problem.mean_gradient(
                         snapshot, rows=rows, n_total=b
