@@ -189,8 +189,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         M = float(self.coef_norm) if self.coef_norm is not None else bound / math.sqrt(self.alpha)
         # Work in units where |y| <= 1 (dividing by the public bound is a public
         # rescaling; coefficients are scaled back afterwards).
-        K = self.data_norm
-        coef, bounded = self._fit_problem(
+        coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
             data_derived=derived, clip_norm="label",
         )

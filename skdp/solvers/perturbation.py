@@ -36,8 +36,11 @@ class OutputPerturbation(Solver):
     per-example gradient bound of the data loss. The L2 penalty covers every
     coordinate, the intercept column included (reviewer correction of 1.5).
     For the squared loss, iterates are projected onto the public ball
-    ``||w|| <= M`` on which ``G = K (K M + B)`` holds (projection is
-    non-expansive, so the recursion is unchanged).
+    ``||w|| <= M`` (projection is non-expansive, so the recursion is
+    unchanged) and per-example gradients are clipped to ``G`` (``DPRidge``
+    uses ``G = K B``). For a GLM, clipping ``phi'(z) x`` to norm ``G`` is the
+    exact gradient of a Huber-type surrogate that is still convex and
+    ``K^2``-smooth, which is all the contraction argument needs.
 
     Noise: ``delta = 0`` adds L2-Laplace noise of scale ``Delta_T/epsilon``
     (pure epsilon-DP); ``delta > 0`` adds Gaussian noise from the analytic
