@@ -64,7 +64,7 @@ class BoundedData:
     intercept_scaling: float = 0.0  # value c0 of the appended column
 
 
-def bound_features(X, data_norm, fit_intercept, intercept_scaling):
+def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5):
     """Clip rows to the public norm bound and append the intercept column.
 
     Parameters
@@ -77,7 +77,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
     fit_intercept : bool
     intercept_scaling : float or None
         Value ``c0`` of the constant column; must be ``< data_norm``. ``None``
-        uses ``data_norm / 2`` (raw rows are then clipped to ``0.866 K``).
+        uses ``default_fraction * data_norm``.
+    default_fraction : float, default=0.5
+        Fraction of ``K`` given to the intercept column when
+        ``intercept_scaling`` is ``None`` (raw rows are clipped to
+        ``K sqrt(1 - fraction^2)``).
 
     Returns
     -------
@@ -90,7 +94,7 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0
         if half and fit_intercept:
-            K = max_norm / math.sqrt(0.75)
+            K = max_norm / math.sqrt(1.0 - default_fraction**2)
         else:
             K = math.sqrt(max_norm**2 + c0**2)
         warnings.warn(
@@ -104,7 +108,7 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling):
     else:
         K = float(data_norm)
     if half and fit_intercept:
-        c0 = K / 2
+        c0 = default_fraction * K
     if c0 >= K:
         raise ValueError(
             f"intercept_scaling={c0!r} must be smaller than data_norm={K!r}: the constant "

@@ -41,6 +41,10 @@ class _GLMLoss:
         """Bound on ``||phi'(z, y)||`` over the domain."""
         raise NotImplementedError
 
+    def initial_derivative_bound(self, label_bound=None):
+        """Largest ``||phi'(0, y)||``: per-example gradients at ``w = 0`` have norm <= this times ``K``."""
+        raise NotImplementedError
+
     def lipschitz(self, data_norm, label_bound=None, coef_norm=None):
         """Per-example gradient norm bound ``G``."""
         return data_norm * self.derivative_bound(label_bound, coef_norm, data_norm)
@@ -62,6 +66,9 @@ class LogisticLoss(_GLMLoss):
 
     def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
         return 1.0
+
+    def initial_derivative_bound(self, label_bound=None):
+        return 0.5
 
     def value(self, Z, y):
         return np.logaddexp(0.0, -y * Z)
@@ -86,11 +93,18 @@ class MultinomialLoss(_GLMLoss):
     curvature = 0.5
     rank_one_hessian = False
 
+    def __init__(self, n_classes=2):
+        self.n_classes = int(n_classes)
+
     def n_outputs(self, n_classes):
         return n_classes
 
     def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
         return math.sqrt(2.0)
+
+    def initial_derivative_bound(self, label_bound=None):
+        # p = uniform at w = 0: ||p - e_y|| = sqrt(1 - 1/k)
+        return math.sqrt(1.0 - 1.0 / self.n_classes)
 
     def value(self, Z, y):
         return special.logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y]
@@ -117,6 +131,9 @@ class SquaredLoss(_GLMLoss):
         if label_bound is None or coef_norm is None or data_norm is None:
             raise ValueError("The squared loss needs label_bound, coef_norm and data_norm for its bound.")
         return data_norm * coef_norm + label_bound
+
+    def initial_derivative_bound(self, label_bound=None):
+        return float(label_bound)
 
     def value(self, Z, y):
         return 0.5 * (Z - y) ** 2

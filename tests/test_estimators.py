@@ -97,8 +97,9 @@ def test_dp_gd_noise_scale_independent(clf_data):
     X, y = clf_data
     est = _clf(solver="dp_gd", max_iter=20).fit(X, y)
     n, K = X.shape[0], 3.0
-    # sigma = 2 G sqrt(T) / (n mu*) with G = K for the logistic loss (seed000 0.3).
-    assert est.noise_scale_ == pytest.approx(2 * K * math.sqrt(20) / (n * gdp_mu(1.0, 1e-5)), rel=1e-9)
+    # sigma = 2 G sqrt(T) / (n mu*) (seed000 0.3) with G = K/2: logistic per-example
+    # gradients are clipped at their largest norm at w = 0, ||x|| |phi'(0)| <= K/2.
+    assert est.noise_scale_ == pytest.approx(2 * (K / 2) * math.sqrt(20) / (n * gdp_mu(1.0, 1e-5)), rel=1e-9)
 
 
 def test_output_pert_noise_scale_independent(clf_data):
@@ -106,7 +107,7 @@ def test_output_pert_noise_scale_independent(clf_data):
     est = _clf(solver="output_pert", alpha=0.1, max_iter=50).fit(X, y)
     n, K, a = X.shape[0], 3.0, 0.1
     eta = 1 / (K**2 / 4 + 2 * a)
-    sens = 2 * K / (n * a) * (1 - (1 - eta * a) ** 50)
+    sens = 2 * (K / 2) / (n * a) * (1 - (1 - eta * a) ** 50)  # G = K/2 (clipped at w = 0 norm)
     assert est.noise_scale_ == pytest.approx(sens / gdp_mu(1.0, 1e-5), rel=1e-9)
     est0 = _clf(solver="output_pert", alpha=0.1, max_iter=50, delta=0.0).fit(X, y)
     assert est0.noise_scale_ == pytest.approx(sens / 1.0, rel=1e-12)
@@ -121,6 +122,24 @@ def test_obj_pert_noise_scale_independent(clf_data):
     est0 = _clf(solver="obj_pert", alpha=0.05, delta=0.0).fit(X, y)
     eps_prime = 1.0 - 2 * math.log1p(K**2 / 4 / (n * 0.05))
     assert est0.noise_scale_ == pytest.approx(2 * K / eps_prime, rel=1e-12)
+
+
+def test_clipped_gradients_respect_the_bound(clf_data):
+    """Every per-example gradient the solvers see has norm <= G (seed000 hook 8)."""
+    from skdp.bounds import bound_features
+    from skdp.losses import LogisticLoss, MultinomialLoss, SquaredLoss, clipped_mean_gradient
+
+    X, y = clf_data
+    b = bound_features(X * 5, 3.0, True, 1.0)
+    rng = np.random.RandomState(0)
+    for loss, yy, shape in ((LogisticLoss(), np.where(y == 1, 1.0, -1.0), (6,)),
+                            (MultinomialLoss(3), y + (X[:, 2] > 1), (6, 3)),
+                            (SquaredLoss(), 3 * rng.randn(len(y)), (6,))):
+        w = 10 * rng.randn(*shape)
+        G = 0.7
+        for i in range(0, len(y), 37):
+            g = clipped_mean_gradient(loss, b.X, yy, w, b.row_norms, G, rows=np.array([i]), n_total=1)
+            assert np.linalg.norm(g) <= G * (1 + 1e-12)
 
 
 def test_dp_svrg_noise_prices_to_target(clf_data):

@@ -47,6 +47,9 @@ class DPLinearModel(BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: share of ``data_norm`` given to the intercept column when ``intercept_scaling=None``
+    _default_intercept_fraction = 0.5
+
     # -- hooks ---------------------------------------------------------------------------
     def _auto_solver(self, loss_name):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -81,11 +84,16 @@ class DPLinearModel(BaseEstimator):
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                      data_derived=False, clip_norm=None):
         """Bound X, run the solver, price what it released, and set fitted attributes."""
-        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling)
+        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling,
+                                 self._default_intercept_fraction)
         penalty = L2Penalty(self.alpha, radius=coef_norm)
-        if clip_norm == "label":
-            # Clip per-example gradients at K * B: the largest gradient at w = 0.
-            clip_norm = bounded.data_norm * label_bound
+        if clip_norm == "initial":
+            # Clip per-example gradients at their largest possible norm at the
+            # starting point w = 0 (K/2 logistic, K sqrt(1 - 1/k) multinomial,
+            # K B squared). For a GLM this is the exact gradient of a convex
+            # surrogate with the same smoothness, so every gradient solver's
+            # proof holds with G = clip_norm; obj_pert ignores it (exact loss).
+            clip_norm = bounded.data_norm * loss.initial_derivative_bound(label_bound)
         problem = Problem(
             X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded,

@@ -188,9 +188,9 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         if k == 2:
             loss, y_enc, n_out = LogisticLoss(), np.where(y_idx == 1, 1.0, -1.0), 1
         else:
-            loss, y_enc, n_out = MultinomialLoss(), y_idx, k
+            loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived)
+        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial")
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

@@ -55,7 +55,9 @@ class DPRidge(RegressorMixin, DPLinearModel):
     fit_intercept : bool, default=True
     intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
-        ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
+        ``None`` uses ``data_norm / sqrt(2)`` (half the squared norm budget;
+        stored in ``intercept_scaling_``): under DP the intercept must be
+        learned in a handful of steps, and a larger column speeds it up.
     data_norm : float or None, default=None
         Public L2 bound on each row (intercept column included).
     label_bound : float, (low, high) or None, default=None
@@ -144,6 +146,8 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.random_state = random_state
         self.verbose = verbose
 
+    _default_intercept_fraction = 1 / math.sqrt(2)
+
     def _auto_solver(self, loss_name):
         return "output_pert" if self.delta == 0 else "dp_gd"
 
@@ -191,7 +195,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         # rescaling; coefficients are scaled back afterwards).
         coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
-            data_derived=derived, clip_norm="label",
+            data_derived=derived, clip_norm="initial",
         )
         coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)
