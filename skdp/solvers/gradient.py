@@ -37,7 +37,7 @@ class DPGradientDescent(Solver):
 
     @staticmethod
     def default_steps(n, epsilon, loss_name):
-        """``T = min(50, max(2, ceil(n epsilon / c)))``, ``c = 80`` squared loss, 30 otherwise.
+        """``T = min(40, max(2, ceil(n epsilon / c)))``, ``c = 80`` squared loss, 30 otherwise.
 
         A function of the public ``n`` and ``epsilon`` only. The noise std per
         step grows like ``sqrt(T)/(n epsilon)``, so small private datasets get
@@ -45,7 +45,7 @@ class DPGradientDescent(Solver):
         (the squared loss, with its tight curvature, prefers fewer steps).
         """
         c = 80.0 if loss_name == "squared" else 30.0
-        return int(min(50, max(2, math.ceil(n * epsilon / c))))
+        return int(min(40, max(2, math.ceil(n * epsilon / c))))
 
     def events(self, problem, sigma, T):
         return [GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T)]

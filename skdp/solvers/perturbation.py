@@ -54,7 +54,7 @@ class OutputPerturbation(Solver):
     pure_dp = True
     needs_strong_convexity = True
     summary = "gradient descent + one output noise draw (L2-Laplace or Gaussian)"
-    default_max_iter = 50
+    default_max_iter = 40
 
     def sensitivity(self, problem, T):
         mu = problem.penalty.alpha
