@@ -1,6 +1,5 @@
 """sklearn's estimator checks for every estimator x solver pair."""
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp import DPLogisticRegression, DPRidge

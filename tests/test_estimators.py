@@ -1,7 +1,6 @@
 """Estimator behaviour: budgets, noise scales, bounds, bad input, sklearn integration."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLeakWarning, list_solvers
-from skdp.privacy import calibrate_gaussian, objective_perturbation_gaussian, objective_perturbation_pure, gdp_mu
+from skdp.privacy import gdp_mu, objective_perturbation_gaussian, objective_perturbation_pure
 from skdp.solvers import get_solver
 
 SOLVERS = ["dp_gd", "output_pert", "obj_pert", "dp_svrg"]

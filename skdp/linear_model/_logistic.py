@@ -3,7 +3,6 @@
 import numpy as np
 from scipy import special
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 

@@ -1,7 +1,7 @@
 """Perturbation solvers: ``output_pert`` and ``obj_pert``."""
 
-import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from scipy import linalg, optimize
@@ -40,7 +40,10 @@ class OutputPerturbation(Solver):
     unchanged) and per-example gradients are clipped to ``G`` (``DPRidge``
     uses ``G = K B``). For a GLM, clipping ``phi'(z) x`` to norm ``G`` is the
     exact gradient of a Huber-type surrogate that is still convex and
-    ``K^2``-smooth, which is all the contraction argument needs.
+    ``K^2``-smooth, which is all the contraction argument needs. The same holds
+    for the binary logistic loss (clipped at ``K/2``); for the multinomial loss,
+    where norm clipping of the logit gradient has no such surrogate, the
+    exact loss is used with ``G = sqrt(2) K``.
 
     Noise: ``delta = 0`` adds L2-Laplace noise of scale ``Delta_T/epsilon``
     (pure epsilon-DP); ``delta > 0`` adds Gaussian noise from the analytic
@@ -74,6 +77,11 @@ class OutputPerturbation(Solver):
         return "gaussian", sigma, GaussianEvent(sens, sigma)
 
     def solve(self, problem, budget, rng):
+        if problem.loss.name == "multinomial" and problem.clip_norm is not None:
+            # Norm-clipping a vector-valued GLM gradient is not the gradient of a
+            # convex surrogate, so the contraction argument would not cover it:
+            # run on the exact loss with G = sqrt(2) K instead.
+            problem = replace(problem, clip_norm=None)
         T = problem.max_iter or self.default_max_iter
         eta = self.learning_rate(problem)
         alpha = problem.penalty.alpha
