@@ -83,6 +83,10 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     data_norm_ : float
         The row bound used.
     n_rows_clipped_ : int
+        Number of rows scaled down to ``data_norm``. **Not private**: a
+        diagnostic for the data holder, not covered by ``privacy_spent_``; do
+        not publish it with the model (likewise ``n_labels_clipped_`` and the
+        ``kkt_residual`` in ``solver_info_``).
     solver_ : str
         The solver that ran (resolves ``"auto"``).
     n_features_in_ : int

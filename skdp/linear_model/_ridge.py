@@ -87,6 +87,10 @@ class DPRidge(RegressorMixin, DPLinearModel):
         ``(low, high)`` used for clipping.
     coef_norm_ : float
     n_rows_clipped_ : int
+        Number of rows scaled down to ``data_norm``. **Not private**: a
+        diagnostic for the data holder, not covered by ``privacy_spent_``; do
+        not publish it with the model (likewise ``n_labels_clipped_`` and the
+        ``kkt_residual`` in ``solver_info_``).
     n_labels_clipped_ : int
     solver_ : str
     n_features_in_ : int
