@@ -6,9 +6,9 @@ swapped, number of rows public), computed by one shared accountant from what
 the solver actually released.
 """
 
-from .exceptions import PrivacyLeakWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning
 from .linear_model import DPLogisticRegression, DPRidge
-from .privacy import PrivacyBudget
+from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
 
 __version__ = "0.1.0.dev0"
@@ -17,6 +17,8 @@ __all__ = [
     "DPLogisticRegression",
     "DPRidge",
     "PrivacyBudget",
+    "PrivacyLedger",
+    "BudgetExceededError",
     "PrivacyLeakWarning",
     "list_solvers",
     "__version__",

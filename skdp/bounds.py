@@ -27,7 +27,14 @@ import scipy.sparse as sp
 
 from .exceptions import PrivacyLeakWarning
 
-__all__ = ["BoundedData", "bound_features", "bound_labels", "row_norms", "append_intercept_column"]
+__all__ = [
+    "BoundedData",
+    "bound_features",
+    "bound_labels",
+    "public_label_range",
+    "row_norms",
+    "append_intercept_column",
+]
 
 
 def row_norms(X):
@@ -130,6 +137,17 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     return BoundedData(Xc, K, n_clipped, derived, norms, c0)
 
 
+def public_label_range(label_bound, fit_intercept):
+    """(low, high, centre, bound) from a public ``label_bound`` (``B`` or ``(low, high)``)."""
+    if np.ndim(label_bound) == 0:
+        low, high = -float(label_bound), float(label_bound)
+    else:
+        low, high = (float(v) for v in label_bound)
+    if fit_intercept:
+        return low, high, (low + high) / 2, (high - low) / 2
+    return low, high, 0.0, max(abs(low), abs(high))
+
+
 def bound_labels(y, label_bound, fit_intercept):
     """Clip regression labels to a public range.
 
@@ -152,8 +170,10 @@ def bound_labels(y, label_bound, fit_intercept):
     n_clipped : int
     derived : bool
     """
-    derived = label_bound is None
-    if derived:
+    if label_bound is not None:
+        low, high, centre, bound = public_label_range(label_bound, fit_intercept)
+        derived = False
+    else:
         low, high = float(np.min(y)), float(np.max(y))
         warnings.warn(
             "label_bound was not given, so the label range was computed from the data "
@@ -163,18 +183,8 @@ def bound_labels(y, label_bound, fit_intercept):
             PrivacyLeakWarning,
             stacklevel=4,
         )
-    elif np.ndim(label_bound) == 0:
-        low, high = -float(label_bound), float(label_bound)
-    else:
-        low, high = (float(v) for v in label_bound)
-    if fit_intercept:
-        centre = (low + high) / 2
-        bound = (high - low) / 2
-    else:
-        centre = 0.0
-        bound = max(abs(low), abs(high))
-    if bound == 0:
-        bound = 1.0 if derived else bound
+        low, high, centre, bound = public_label_range((low, high), fit_intercept)
+        bound = bound or 1.0
+        derived = True
     n_clipped = int(np.count_nonzero((y < low) | (y > high)))
-    yc = np.clip(y, low, high) - centre
-    return yc, centre, bound, n_clipped, derived
+    return np.clip(y, low, high) - centre, centre, bound, n_clipped, derived

@@ -16,3 +16,7 @@ class PrivacyLeakWarning(UserWarning):
 
 class PrivacyAccountingError(ValueError):
     """The accountant cannot price a mechanism description it was given."""
+
+
+class BudgetExceededError(RuntimeError):
+    """A fit was refused, before touching the data, because it would exceed a ledger's budget."""

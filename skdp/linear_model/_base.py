@@ -8,12 +8,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ..bounds import bound_features
 from ..exceptions import PrivacyLeakWarning
 from ..penalties import L2Penalty
-from ..privacy import PrivacyBudget, price
+from ..privacy import PrivacyBudget, active_ledger, price
 from ..solvers import SOLVERS, Problem, get_solver
 
 __all__ = ["DPLinearModel"]
@@ -81,35 +81,82 @@ class DPLinearModel(BaseEstimator):
             self, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
         )
 
-    def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None):
-        """Bound X, run the solver, price what it released, and set fitted attributes."""
-        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling,
-                                 self._default_intercept_fraction)
-        penalty = L2Penalty(self.alpha, radius=coef_norm)
+    def _problem(self, n, loss, n_outputs, data_norm, *, X=None, y=None, norms=None, label_bound=None,
+                 coef_norm=None, clip_norm=None):
+        """The solver's problem; data-free (``X=None``) when used for planning."""
         if clip_norm == "initial":
             # Clip per-example gradients at their largest possible norm at the
             # starting point w = 0 (K/2 logistic, K sqrt(1 - 1/k) multinomial,
             # K B squared). For a GLM this is the exact gradient of a convex
             # surrogate with the same smoothness, so every gradient solver's
             # proof holds with G = clip_norm; obj_pert ignores it (exact loss).
-            clip_norm = bounded.data_norm * loss.initial_derivative_bound(label_bound)
-        problem = Problem(
-            X=bounded.X.astype(np.float64, copy=False),
-            y=y_encoded,
-            norms=bounded.row_norms,
+            clip_norm = data_norm * loss.initial_derivative_bound(label_bound)
+        return Problem(
+            X=X,
+            y=y,
+            norms=norms,
             loss=loss,
-            penalty=penalty,
-            data_norm=bounded.data_norm,
+            penalty=L2Penalty(self.alpha, radius=coef_norm),
+            data_norm=data_norm,
             n_outputs=n_outputs,
             label_bound=label_bound,
             coef_norm=coef_norm,
             max_iter=self.max_iter,
             verbose=self.verbose,
             clip_norm=clip_norm,
+            n_samples=n,
+        )
+
+    def _public_spec(self):  # pragma: no cover - abstract
+        """(loss, n_outputs, label_bound, coef_norm) from public parameters, or None."""
+        raise NotImplementedError
+
+    def planned_events(self, n_samples):
+        """The privacy events a fit on ``n_samples`` rows will release, without any data.
+
+        Every skdp solver's noise depends only on public quantities (``n``, the
+        bounds, the schedule), so a fit's cost is known before the data is
+        touched. Returns ``None`` when a bound (``data_norm``, ``classes``,
+        ``label_bound``) is left to be read from the data: such a fit has no
+        finite guarantee.
+        """
+        self._validate_params()
+        self._check_privacy_params()
+        spec = self._public_spec()
+        if spec is None or self.data_norm is None:
+            return None
+        loss, n_outputs, label_bound, coef_norm = spec
+        solver = self._resolve_solver(loss.name)
+        problem = self._problem(int(n_samples), loss, n_outputs, float(self.data_norm),
+                                label_bound=label_bound, coef_norm=coef_norm, clip_norm="initial")
+        return solver.plan(problem, PrivacyBudget(self.epsilon, self.delta))
+
+    def _charge_ledger(self, X, privacy_ledger):
+        """Charge the fit to the explicit or active ledger before the data is used."""
+        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+        if ledger is None:
+            return None
+        planned = self.planned_events(_num_samples(X))
+        ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})")
+        return planned
+
+    def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
+                     data_derived=False, clip_norm=None, planned=None):
+        """Bound X, run the solver, price what it released, and set fitted attributes."""
+        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling,
+                                 self._default_intercept_fraction)
+        problem = self._problem(
+            X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
+            y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
+            clip_norm=clip_norm,
         )
         budget = PrivacyBudget(self.epsilon, self.delta)
         result = solver.solve(problem, budget, _make_rng(self.random_state))
+        if planned is not None and list(result.events) != list(planned):  # pragma: no cover - a bug
+            raise RuntimeError(
+                f"solver {solver.name!r} released {result.events} but planned {planned}; "
+                "the ledger would be wrong."
+            )
         report = price(result.events, self.delta)
 
         self.solver_ = solver.name

@@ -147,14 +147,26 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     def _auto_solver(self, loss_name):
         return "output_pert" if self.delta == 0 else "dp_gd"
 
+    def _public_spec(self):
+        if self.classes is None:
+            return None
+        k = np.unique(np.asarray(self.classes)).size
+        loss = LogisticLoss() if k == 2 else MultinomialLoss(k)
+        return loss, (1 if k == 2 else k), None, None
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        privacy_ledger : PrivacyLedger or None, default=None
+            Charge this fit to the ledger before touching the data; raises
+            :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
+            budget. ``None`` uses the ledger of an enclosing ``with ledger:``
+            block, if any.
 
         Returns
         -------
@@ -168,6 +180,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
             if classes.size != len(self.classes):
                 raise ValueError(f"classes must not repeat labels, got {self.classes!r}.")
             self._resolve_solver("logistic" if classes.size == 2 else "multinomial")
+        planned = self._charge_ledger(X, privacy_ledger)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
@@ -193,7 +206,8 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial")
+        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial",
+                                    planned=planned)
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..bounds import bound_labels
+from ..bounds import bound_labels, public_label_range
 from ..losses import SquaredLoss
 from ._base import DPLinearModel
 
@@ -168,14 +168,30 @@ class DPRidge(RegressorMixin, DPLinearModel):
                 f"got {lb!r}."
             )
 
+    def _coef_ball(self, bound):
+        return float(self.coef_norm) if self.coef_norm is not None else bound / math.sqrt(self.alpha)
+
+    def _public_spec(self):
+        if self.label_bound is None or (self.coef_norm is None and self.alpha == 0):
+            return None
+        self._check_label_bound()
+        bound = public_label_range(self.label_bound, self.fit_intercept)[3]
+        # the solver works in units where |y| <= 1 (see fit)
+        return SquaredLoss(), 1, 1.0, self._coef_ball(bound) / bound
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        privacy_ledger : PrivacyLedger or None, default=None
+            Charge this fit to the ledger before touching the data; raises
+            :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
+            budget. ``None`` uses the ledger of an enclosing ``with ledger:``
+            block, if any.
 
         Returns
         -------
@@ -189,17 +205,18 @@ class DPRidge(RegressorMixin, DPLinearModel):
                 "bounded coefficient ball."
             )
         solver = self._resolve_solver("squared")
+        planned = self._charge_ledger(X, privacy_ledger)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True
         )
         y = np.asarray(y, dtype=np.float64)
         yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
-        M = float(self.coef_norm) if self.coef_norm is not None else bound / math.sqrt(self.alpha)
+        M = self._coef_ball(bound)
         # Work in units where |y| <= 1 (dividing by the public bound is a public
         # rescaling; coefficients are scaled back afterwards).
         coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
-            data_derived=derived, clip_norm="initial",
+            data_derived=derived, clip_norm="initial", planned=planned,
         )
         coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)

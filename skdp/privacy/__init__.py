@@ -9,6 +9,7 @@ from .accounting import (
     calibrate,
     calibrate_gaussian,
     pure_noise_scale,
+    gumbel_scale,
     classic_gaussian_sigma,
     gdp_delta,
     gdp_epsilon,
@@ -35,11 +36,14 @@ from .events import (
     ZCDPEvent,
 )
 from .objective import objective_perturbation_gaussian, objective_perturbation_pure
-from .mechanisms import gaussian_noise, l2_laplace_noise, laplace_noise
+from .ledger import PrivacyLedger, active_ledger
+from .mechanisms import gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
 
 __all__ = [
     "PrivacyBudget",
     "PrivacyReport",
+    "PrivacyLedger",
+    "active_ledger",
     "GaussianEvent",
     "PoissonGaussianEvent",
     "LaplaceEvent",
@@ -52,6 +56,8 @@ __all__ = [
     "calibrate",
     "calibrate_gaussian",
     "pure_noise_scale",
+    "gumbel_scale",
+    "report_noisy_max",
     "objective_perturbation_gaussian",
     "objective_perturbation_pure",
     "classic_gaussian_sigma",

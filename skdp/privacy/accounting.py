@@ -49,6 +49,7 @@ __all__ = [
     "calibrate",
     "calibrate_gaussian",
     "pure_noise_scale",
+    "gumbel_scale",
     "supports",
     "gdp_delta",
     "gdp_epsilon",
@@ -514,6 +515,18 @@ def pure_noise_scale(sensitivity, epsilon):
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
     return float(sensitivity) / float(epsilon)
+
+
+def gumbel_scale(sensitivity, epsilon):
+    """Gumbel scale ``beta = 2 s / epsilon`` for epsilon-bounded-range report-noisy-max.
+
+    ``privacy_core.md`` section 3: argmax of ``u + Gumbel(beta)`` is the
+    exponential mechanism ``P(v) ~ exp(u_v / beta)``, which is ``2s/beta``-BR for
+    score sensitivity ``s``; priced as ``BoundedRangeEvent(epsilon)``.
+    """
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
+    return 2.0 * float(sensitivity) / float(epsilon)
 
 
 def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.0, rtol=1e-5, max_steps=400):

@@ -10,7 +10,7 @@ References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
 
 import numpy as np
 
-__all__ = ["gaussian_noise", "l2_laplace_noise", "laplace_noise"]
+__all__ = ["gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max"]
 
 
 def _shape(size):
@@ -44,3 +44,9 @@ def l2_laplace_noise(rng, scale, size):
         norm = np.linalg.norm(direction)
     radius = rng.gamma(shape=d, scale=float(scale))
     return (radius * direction / norm).reshape(shape)
+
+
+def report_noisy_max(rng, scores, scale):
+    """Index of ``argmax(scores + Gumbel(scale))``: the exponential mechanism ``P ~ exp(score/scale)``."""
+    scores = np.asarray(scores, dtype=float)
+    return int(np.argmax(scores + rng.gumbel(0.0, float(scale), size=scores.shape)))

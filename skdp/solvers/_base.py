@@ -33,9 +33,12 @@ class Problem:
     verbose: int = 0
     options: dict = field(default_factory=dict)
 
+    #: number of rows when ``X`` is ``None`` (a data-free problem used for planning)
+    n_samples: int = None
+
     @property
     def n(self):
-        return self.X.shape[0]
+        return self.X.shape[0] if self.X is not None else int(self.n_samples)
 
     @property
     def coef_shape(self):
@@ -140,6 +143,15 @@ class Solver:
             raise ValueError(
                 f"solver={self.name!r} needs a strongly convex objective: set alpha > 0."
             )
+
+    def plan(self, problem, budget):  # pragma: no cover - abstract
+        """The events ``solve`` will release, computed from public quantities only.
+
+        ``problem`` may be data-free (``X=None``, ``n_samples`` set): every
+        sensitivity and noise scale depends only on ``n``, the bounds and the
+        schedule, never on the data. ``solve`` releases exactly these events.
+        """
+        raise NotImplementedError
 
     def solve(self, problem, budget, rng):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -67,8 +67,15 @@ class DPGradientDescent(Solver):
         delta_t = 2 * problem.gradient_bound / problem.n
         return calibrate_gaussian(T * delta_t**2, budget.epsilon, budget.delta)
 
+    def steps(self, problem, budget):
+        return problem.max_iter or self.default_steps(problem.n, budget.epsilon, problem.loss.name)
+
+    def plan(self, problem, budget):
+        T = self.steps(problem, budget)
+        return self.events(problem, self.noise_std(problem, budget, T), T)
+
     def solve(self, problem, budget, rng):
-        T = problem.max_iter or self.default_steps(problem.n, budget.epsilon, problem.loss.name)
+        T = self.steps(problem, budget)
         sigma = self.noise_std(problem, budget, T)
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
@@ -177,6 +184,11 @@ class DPSVRG(Solver):
             GaussianEvent(2 * G / n, math.sqrt(f) * sigma, T * m),
             PoissonGaussianEvent(b / n, b * math.sqrt(1 - f) * sigma / (2 * G), T * m),
         ]
+
+    def plan(self, problem, budget):
+        T, m, b = self.schedule(problem)
+        sigma, f = self.noise_std(problem, budget, T, m, b)
+        return self.events(problem, sigma, f, T, m, b)
 
     def solve(self, problem, budget, rng):
         T, m, b = self.schedule(problem)

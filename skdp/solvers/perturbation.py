@@ -76,12 +76,22 @@ class OutputPerturbation(Solver):
         sigma = calibrate_gaussian(sens**2, budget.epsilon, budget.delta)
         return "gaussian", sigma, GaussianEvent(sens, sigma)
 
-    def solve(self, problem, budget, rng):
+    @staticmethod
+    def _exact_if_multinomial(problem):
         if problem.loss.name == "multinomial" and problem.clip_norm is not None:
             # Norm-clipping a vector-valued GLM gradient is not the gradient of a
             # convex surrogate, so the contraction argument would not cover it:
             # run on the exact loss with G = sqrt(2) K instead.
-            problem = replace(problem, clip_norm=None)
+            return replace(problem, clip_norm=None)
+        return problem
+
+    def plan(self, problem, budget):
+        problem = self._exact_if_multinomial(problem)
+        T = problem.max_iter or self.default_max_iter
+        return [self.noise(problem, budget, T)[2]]
+
+    def solve(self, problem, budget, rng):
+        problem = self._exact_if_multinomial(problem)
         T = problem.max_iter or self.default_max_iter
         eta = self.learning_rate(problem)
         alpha = problem.penalty.alpha
@@ -153,6 +163,12 @@ class ObjectivePerturbation(Solver):
             return "l2_laplace", scale, extra
         sigma, extra = objective_perturbation_gaussian(zeta, lam_h, problem.n, alpha, epsilon, delta, jf)
         return "gaussian", sigma, extra
+
+    def plan(self, problem, budget):
+        k = problem.n_outputs
+        if k > 1:
+            return [ApproxDPEvent(budget.epsilon / k, budget.delta / k, k)]
+        return [ApproxDPEvent(budget.epsilon, budget.delta)]
 
     def solve(self, problem, budget, rng):
         if problem.n_outputs > 1:

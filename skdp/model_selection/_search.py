@@ -1,0 +1,366 @@
+"""Budget-aware model selection: DPGridSearchCV and the cost of a plain search."""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier, _fit_context
+from sklearn.model_selection import ParameterGrid, check_cv
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
+
+from ..privacy import BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
+from ..privacy.accounting import gdp_epsilon, gdp_mu
+
+__all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
+
+_BUDGET_PARAMS = ("epsilon", "delta", "random_state")
+
+
+def planned_events_of(estimator, n_samples):
+    """Events a fit of ``estimator`` (an skdp estimator or a Pipeline of them) on ``n_samples`` rows releases.
+
+    Returns ``None`` if some DP step has no finite guarantee; raises
+    ``TypeError`` if the estimator contains no skdp step at all.
+    """
+    steps = [s for _, s in estimator.steps] if hasattr(estimator, "steps") else [estimator]
+    dp_steps = [s for s in steps if hasattr(s, "planned_events")]
+    if not dp_steps:
+        raise TypeError(f"{type(estimator).__name__} contains no skdp estimator; nothing to price.")
+    events = []
+    for s in dp_steps:
+        ev = s.planned_events(n_samples)
+        if ev is None:
+            return None
+        events.extend(ev)
+    return events
+
+
+def search_privacy_cost(search, X, y=None, delta=None):
+    """What a plain sklearn ``GridSearchCV`` / ``RandomizedSearchCV`` over skdp estimators costs.
+
+    Every candidate is fitted on every cross-validation training fold, and the
+    best one is refitted on all rows (``refit=True``); all those fits see the
+    same private data, so their events compose sequentially, priced by the
+    shared accountant at ``delta``. Choosing the best candidate by its
+    validation score is itself a release that this number does **not** cover
+    (the search reads the validation folds without noise): the true cost of a
+    non-private search is unbounded. Use :class:`DPGridSearchCV` for a search
+    with a guarantee.
+
+    Parameters
+    ----------
+    search : GridSearchCV or RandomizedSearchCV (fitted or not)
+    X, y : the data the search is (or was) fitted on; only sizes and, for
+        stratified splitters, labels are read, to get the fold sizes.
+    delta : float or None
+        Delta to price at; default the estimator's ``delta``.
+
+    Returns
+    -------
+    PrivacyBudget
+        ``epsilon=inf`` if a candidate reads a bound from the data.
+    """
+    if hasattr(search, "cv_results_"):
+        candidates = list(search.cv_results_["params"])
+    elif hasattr(search, "param_grid"):
+        candidates = list(ParameterGrid(search.param_grid))
+    else:
+        from sklearn.model_selection import ParameterSampler
+
+        candidates = list(ParameterSampler(search.param_distributions, search.n_iter,
+                                           random_state=search.random_state))
+    X, y = indexable(X, y)
+    cv = check_cv(search.cv, y, classifier=is_classifier(search.estimator))
+    sizes = [len(train) for train, _ in cv.split(X, y)]
+    n = _num_samples(X)
+    base = search.estimator
+    if delta is None:
+        delta = _find_delta(base)
+    events = []
+    for params in candidates:
+        est = clone(base).set_params(**params)
+        for m in sizes:
+            ev = planned_events_of(est, m)
+            if ev is None:
+                return PrivacyBudget(math.inf, delta)
+            events.extend(ev)
+    if not search.refit:
+        return price(events, delta).budget
+    # One refit on all rows: the chosen candidate's if the search has run, otherwise
+    # the most expensive candidate's (the choice is not known in advance).
+    refits = [search.best_params_] if hasattr(search, "best_params_") else candidates
+    costs = []
+    for params in refits:
+        ev = planned_events_of(clone(base).set_params(**params), n)
+        if ev is None:
+            return PrivacyBudget(math.inf, delta)
+        costs.append(price(events + ev, delta).budget)
+    return max(costs, key=lambda b: b.epsilon)
+
+
+def _find_delta(est):
+    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
+    for s in steps:
+        if hasattr(s, "planned_events"):
+            return s.delta
+    raise TypeError("No skdp estimator found.")
+
+
+def _set_budget(est, epsilon, delta, seed):
+    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
+    dp = [s for s in steps if hasattr(s, "planned_events")]
+    if len(dp) != 1:
+        raise ValueError("DPGridSearchCV needs exactly one skdp estimator in the pipeline.")
+    dp[0].set_params(epsilon=epsilon, delta=delta, random_state=seed)
+    return est
+
+
+def _fit_one(est, X, y):
+    return est.fit(X, y)
+
+
+class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Differentially private hyperparameter search with one total budget.
+
+    The rows are split once, at random positions fixed by ``random_state``
+    (the split does not depend on the data), into a training part and a
+    validation part. Every candidate is fitted on the training part with the
+    same per-candidate budget, chosen so that the accountant prices **all**
+    candidate fits together at no more than ``(epsilon, delta)``. Each
+    candidate's validation score (accuracy for classifiers; minus the mean
+    squared error clipped to the public label range for regressors) has
+    replace-one sensitivity ``s = 1/n_val`` (``range^2/n_val``), and the best
+    candidate is chosen with the exponential mechanism (Gumbel report-noisy-max,
+    scale ``2s/epsilon``; ``privacy_core.md`` section 3) using the whole
+    epsilon on the validation part.
+
+    Privacy (replace-one, ``n`` public): a changed row lies either in the
+    training part, where the output is post-processing of the candidate fits
+    (priced together at ``<= (epsilon, delta)``), or in the validation part,
+    where only the selection reads it (``epsilon``-DP). So the search is
+    ``(epsilon, delta)``-DP (parallel composition over a data-independent
+    partition). The returned model is the selected candidate as fitted on the
+    training part; there is no refit on all rows (it would spend more budget).
+    Raw validation scores are never exposed.
+
+    Parameters
+    ----------
+    estimator : skdp estimator or Pipeline ending in one
+        Its ``epsilon``, ``delta`` and ``random_state`` are set by the search.
+    param_grid : dict or list of dicts
+        As in :class:`sklearn.model_selection.GridSearchCV`; must not contain
+        ``epsilon``, ``delta`` or ``random_state``.
+    epsilon : float, default=1.0
+        Total epsilon for the whole search.
+    delta : float, default=1e-5
+        Total delta for the whole search.
+    validation_fraction : float, default=0.2
+        Share of rows used only for the private selection.
+    n_jobs : int or None, default=None
+        Parallel candidate fits (joblib).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the split, the candidates' noise and the selection.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The selected candidate, fitted on the training part (itself DP).
+    best_params_ : dict
+    best_index_ : int
+    candidate_budget_ : PrivacyBudget
+        The (epsilon, delta) each candidate was fitted with.
+    privacy_spent_ : PrivacyBudget
+        Total for the search (replace-one).
+    cv_results_ : dict
+        ``{"params": [...]}``: the candidates (no scores: they are private).
+    classes_ : ndarray (classifiers)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import DPLogisticRegression
+    >>> from skdp.model_selection import DPGridSearchCV
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.randn(2000, 3); y = (X[:, 0] > 0).astype(int)
+    >>> search = DPGridSearchCV(DPLogisticRegression(data_norm=3.0, classes=[0, 1]),
+    ...                         {"alpha": [0.01, 1.0]}, epsilon=2.0, random_state=0).fit(X, y)
+    >>> search.privacy_spent_.epsilon <= 2.0
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "planned_events"]), HasMethods(["fit", "steps"])],
+        "param_grid": [dict, list],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-5, validation_fraction=0.2,
+                 n_jobs=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.validation_fraction = validation_fraction
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _candidates(self):
+        cands = list(ParameterGrid(self.param_grid))
+        for c in cands:
+            bad = [k for k in c if k.rsplit("__", 1)[-1] in _BUDGET_PARAMS]
+            if bad:
+                raise ValueError(
+                    f"param_grid must not contain {bad}: DPGridSearchCV allocates the budget itself."
+                )
+        return cands
+
+    def _allocate(self, cands, n_train):
+        """Largest per-candidate epsilon whose composition the accountant prices <= epsilon."""
+        k = len(cands)
+        d_c = self.delta / k
+
+        def total(eps_c):
+            events = []
+            for params in cands:
+                est = clone(self.estimator).set_params(**params)
+                _set_budget(est, eps_c, d_c, None)
+                ev = planned_events_of(est, n_train)
+                if ev is None:
+                    raise ValueError(
+                        "Every candidate needs public bounds (data_norm, classes / label_bound) "
+                        "for the search to have a guarantee."
+                    )
+                events.extend(ev)
+            return price(events, self.delta).budget.epsilon
+
+        # Start from the exact answer for Gaussian candidates: mu_c = mu*/sqrt(k).
+        guess = gdp_epsilon(gdp_mu(self.epsilon, self.delta) / math.sqrt(k), d_c) if self.delta > 0 else self.epsilon / k
+        lo, hi = 0.0, min(max(guess, self.epsilon / k), self.epsilon)
+        while total(hi) <= self.epsilon and hi < self.epsilon:
+            lo, hi = hi, min(hi * 1.5, self.epsilon)
+        if total(hi) <= self.epsilon:
+            return hi, d_c
+        if lo == 0.0:
+            lo = self.epsilon / k / 4
+            while total(lo) > self.epsilon:
+                lo /= 2
+        for _ in range(30):
+            if hi / lo - 1 < 1e-3:
+                break
+            mid = math.sqrt(lo * hi)
+            if total(mid) <= self.epsilon:
+                lo = mid
+            else:
+                hi = mid
+        return lo, d_c
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Run the private search.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        cands = self._candidates()
+        X, y = indexable(X, y)
+        n = _num_samples(X)
+        rng = check_random_state(self.random_state)
+        perm = rng.permutation(n)
+        n_val = max(1, int(round(self.validation_fraction * n)))
+        if n - n_val < 1:
+            raise ValueError("validation_fraction leaves no training rows.")
+        val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        eps_c, d_c = self._allocate(cands, len(train_idx))
+
+        Xt, yt = _take(X, train_idx), _take(y, train_idx)
+        Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))
+        seeds = rng.randint(np.iinfo(np.int32).max, size=len(cands))
+        ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, int(s))
+                for p, s in zip(cands, seeds)]
+        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt) for e in ests)
+
+        # Private selection on the validation part only.
+        if is_classifier(self.estimator):
+            scores = [float(np.mean(e.predict(Xv) == yv)) for e in fitted]
+            sens = 1.0 / len(val_idx)
+        else:
+            low, high = _label_range(fitted[0])
+            width2 = (high - low) ** 2
+            scores = [
+                -float(np.mean(np.minimum((np.clip(e.predict(Xv), low, high) - np.clip(yv, low, high)) ** 2,
+                                          width2)))
+                for e in fitted
+            ]
+            sens = width2 / len(val_idx)
+        best = report_noisy_max(rng, scores, gumbel_scale(sens, self.epsilon))
+        selection = [BoundedRangeEvent(self.epsilon)]
+
+        train_events = [ev for e in fitted for ev in _events_of(e)]
+        train_cost = price(train_events, self.delta).budget
+        sel_cost = price(selection, 0.0).budget
+        # Parallel composition over the data-independent partition (see the class docstring).
+        self.privacy_spent_ = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
+        self.candidate_budget_ = PrivacyBudget(eps_c, d_c)
+        self.best_index_ = best
+        self.best_params_ = cands[best]
+        self.best_estimator_ = fitted[best]
+        self.cv_results_ = {"params": cands}
+        self.n_train_, self.n_validation_ = len(train_idx), len(val_idx)
+        if hasattr(self.best_estimator_, "classes_"):
+            self.classes_ = self.best_estimator_.classes_
+        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    def decision_function(self, X):
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X, y):
+        check_is_fitted(self)
+        return self.best_estimator_.score(X, y)
+
+
+def _take(A, idx):
+    if hasattr(A, "iloc"):
+        return A.iloc[idx]
+    if A is None:
+        return None
+    return A[idx] if hasattr(A, "shape") else [A[i] for i in idx]
+
+
+def _dp_step(est):
+    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
+    return [s for s in steps if hasattr(s, "planned_events")][0]
+
+
+def _events_of(est):
+    return _dp_step(est).privacy_events_
+
+
+def _label_range(est):
+    step = _dp_step(est)
+    if not hasattr(step, "label_bound_") or step.label_bound is None:
+        raise ValueError("A regressor in DPGridSearchCV needs a public label_bound to score privately.")
+    return step.label_bound_

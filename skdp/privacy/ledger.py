@@ -1,0 +1,199 @@
+"""A privacy ledger: one budget for many fits on the same private data.
+
+Every skdp fit made against a ledger is charged *before* it touches the data:
+the estimator computes the events it will release from public quantities
+(:meth:`~skdp.linear_model.DPLogisticRegression.planned_events`), the ledger
+prices everything recorded so far plus those events with the shared
+accountant (tight composition, not a sum of epsilons) and refuses the fit with
+:class:`~skdp.exceptions.BudgetExceededError` if the total would exceed its
+budget. All fits are assumed to touch the same dataset (sequential composition),
+which is the conservative reading for cross-validation and grid search.
+
+Two ways to attach a ledger to fits:
+
+* as fit metadata, ``est.fit(X, y, privacy_ledger=ledger)`` (routed by
+  ``Pipeline`` / ``GridSearchCV`` as ``step__privacy_ledger=...`` or, with
+  ``sklearn.set_config(enable_metadata_routing=True)``, after
+  ``est.set_fit_request(privacy_ledger=True)``). This works with thread and
+  process parallelism: the ledger is a small picklable handle on an
+  append-only file guarded by a file lock.
+* as a context manager, ``with ledger: search.fit(X, y)``: every skdp fit in
+  this process that has no explicit ledger is charged to it. Inside the block
+  joblib runs on threads, so ``n_jobs > 1`` is covered; a fit in another
+  process (a backend you select explicitly inside the block) is **not** seen
+  by the context manager: pass the ledger as metadata there.
+
+Unlike an accountant stored as a constructor parameter, nothing here is lost
+by ``clone``: the ledger is never a parameter of an estimator.
+"""
+
+import json
+import os
+import tempfile
+import threading
+from dataclasses import asdict, fields
+
+from ..exceptions import BudgetExceededError
+from . import events as _events
+from .accounting import price
+from .budget import PrivacyBudget
+
+try:  # pragma: no cover - platform dependent
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["PrivacyLedger", "active_ledger"]
+
+_EVENT_TYPES = {
+    name: getattr(_events, name)
+    for name in _events.__all__
+    if isinstance(getattr(_events, name), type)
+}
+
+_ACTIVE = []
+_ACTIVE_LOCK = threading.Lock()
+
+
+def active_ledger():
+    """The innermost ledger entered with ``with ledger:`` in this process, or ``None``."""
+    with _ACTIVE_LOCK:
+        return _ACTIVE[-1] if _ACTIVE else None
+
+
+def _dump_event(ev):
+    return {"type": type(ev).__name__, **asdict(ev)}
+
+
+def _load_event(d):
+    d = dict(d)
+    cls = _EVENT_TYPES[d.pop("type")]
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+class PrivacyLedger:
+    """Records and prices every fit made against a total (epsilon, delta) budget.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon for all fits recorded here (``inf`` to only record).
+    delta : float
+        Total delta; every composition is priced at this delta.
+    relation : {"replace_one", "add_remove"}, default="replace_one"
+    path : str or None, default=None
+        File the records are appended to; ``None`` creates a private temporary
+        file. Passing the same path to two ledgers shares the records.
+
+    Attributes
+    ----------
+    budget : PrivacyBudget
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp import DPLogisticRegression, PrivacyLedger
+    >>> rng = np.random.RandomState(0)
+    >>> X, y = rng.randn(200, 3), rng.randint(0, 2, 200)
+    >>> ledger = PrivacyLedger(epsilon=1.0, delta=1e-5)
+    >>> est = DPLogisticRegression(epsilon=0.5, data_norm=3.0, classes=[0, 1], random_state=0)
+    >>> _ = est.fit(X, y, privacy_ledger=ledger)
+    >>> _ = est.fit(X, y, privacy_ledger=ledger)
+    >>> ledger.n_fits, ledger.spent().epsilon < 1.0   # two Gaussian fits compose below 2 x 0.5
+    (2, True)
+    """
+
+    def __init__(self, epsilon, delta, relation="replace_one", path=None):
+        self.budget = PrivacyBudget(epsilon, delta, relation)
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix="skdp-ledger-", suffix=".jsonl")
+            os.close(fd)
+        self.path = os.fspath(path)
+        open(self.path, "a").close()
+        self._joblib_config = None
+
+    def __repr__(self):
+        return f"PrivacyLedger(budget={self.budget!r}, n_fits={self.n_fits})"
+
+    # ------------------------------------------------------------------ storage
+    def _lock(self):
+        fh = open(self.path + ".lock", "a")
+        if fcntl is not None:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        return fh
+
+    def _read(self):
+        with open(self.path) as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+    def records(self):
+        """List of ``{"label": str, "events": [...]}``, one per recorded fit."""
+        return [{"label": r["label"], "events": [_load_event(e) for e in r["events"]]} for r in self._read()]
+
+    @property
+    def n_fits(self):
+        return len(self._read())
+
+    def events(self):
+        """All recorded events, in order."""
+        return [ev for r in self.records() for ev in r["events"]]
+
+    def spent(self):
+        """What every recorded fit costs together, by the shared accountant."""
+        return price(self.events(), self.budget.delta, self.budget.relation).budget
+
+    # ------------------------------------------------------------------ charging
+    def charge(self, events, label=""):
+        """Record one fit's events, or raise ``BudgetExceededError`` leaving the ledger unchanged.
+
+        ``events=None`` means the fit has no finite guarantee (a bound would be
+        read from the data); it is always refused unless the budget is infinite.
+        """
+        lock = self._lock()
+        try:
+            recorded = [ev for r in self.records() for ev in r["events"]]
+            if events is None:
+                total = PrivacyBudget(float("inf"), self.budget.delta, self.budget.relation)
+            else:
+                total = price(recorded + list(events), self.budget.delta, self.budget.relation).budget
+            if total.epsilon > self.budget.epsilon:
+                why = (
+                    "it has no finite guarantee (a bound such as data_norm, classes or label_bound "
+                    "would be read from the data)"
+                    if events is None
+                    else f"the total would be {total}"
+                )
+                raise BudgetExceededError(
+                    f"Refusing to fit {label or 'this estimator'}: {why}, over the ledger's budget "
+                    f"{self.budget} ({len(self._read())} fits recorded so far)."
+                )
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"label": label, "events": [_dump_event(e) for e in events]}) + "\n")
+            return total
+        finally:
+            lock.close()
+
+    # ------------------------------------------------------------------ context manager
+    def __enter__(self):
+        import joblib
+
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(self)
+        self._joblib_config = joblib.parallel_config(backend="threading")
+        self._joblib_config.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self._joblib_config.__exit__(*exc)
+        finally:
+            self._joblib_config = None
+            with _ACTIVE_LOCK:
+                _ACTIVE.remove(self)
+        return False
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_joblib_config"] = None
+        return state
