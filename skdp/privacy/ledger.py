@@ -53,6 +53,18 @@ _EVENT_TYPES = {
 
 _ACTIVE = []
 _ACTIVE_LOCK = threading.Lock()
+_CHARGE_LOCK = threading.Lock()
+
+
+class _Release:
+    def __init__(self, fh):
+        self.fh = fh
+
+    def close(self):
+        try:
+            self.fh.close()  # releases the flock
+        finally:
+            _CHARGE_LOCK.release()
 
 
 def active_ledger():
@@ -118,10 +130,16 @@ class PrivacyLedger:
 
     # ------------------------------------------------------------------ storage
     def _lock(self):
+        """Exclusive lock across threads (always) and processes (where ``fcntl`` exists).
+
+        On platforms without ``fcntl`` (Windows) concurrent charges from several
+        *processes* are not serialised; use threads there.
+        """
+        _CHARGE_LOCK.acquire()
         fh = open(self.path + ".lock", "a")
         if fcntl is not None:
             fcntl.flock(fh, fcntl.LOCK_EX)
-        return fh
+        return _Release(fh)
 
     def _read(self):
         with open(self.path) as fh:
