@@ -190,3 +190,15 @@ def test_selection_is_private_statistically():
 def test_gaussian_event_reference():
     # sanity: the ledger's pricing is the shared accountant's
     assert price([GaussianEvent(1.0, 10.0, 100)], 1e-5).budget.epsilon == pytest.approx(4.3771780957)
+
+
+def test_dp_grid_search_charges_the_ledger_once(data):
+    X, y = data
+    ledger = PrivacyLedger(3.0, 1e-5)
+    with ledger:
+        DPGridSearchCV(_clf(), {"alpha": [0.01, 0.1]}, epsilon=2.0, random_state=0).fit(X, y)
+    assert ledger.n_fits == 1
+    assert ledger.spent() == PrivacyBudget(2.0, 1e-5)
+    with pytest.raises(BudgetExceededError):
+        DPGridSearchCV(_clf(), {"alpha": [0.01]}, epsilon=2.0).fit(X, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 1

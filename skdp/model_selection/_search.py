@@ -11,7 +11,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
-from ..privacy import BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
+from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
+from ..privacy.ledger import active_ledger, suspend_active_ledger
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
 __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
@@ -263,28 +264,39 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return lo, d_c
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, privacy_ledger=None):
         """Run the private search.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        privacy_ledger : PrivacyLedger or None, default=None
+            Charge the whole search, once, as an ``(epsilon, delta)`` release
+            (its candidate fits are not charged separately). ``None`` uses the
+            ledger of an enclosing ``with ledger:`` block, if any.
 
         Returns
         -------
         self : object
         """
         cands = self._candidates()
-        X, y = indexable(X, y)
         n = _num_samples(X)
-        rng = check_random_state(self.random_state)
-        perm = rng.permutation(n)
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:
             raise ValueError("validation_fraction leaves no training rows.")
+        eps_c, d_c = self._allocate(cands, n - n_val)
+        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+        if ledger is not None:
+            ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})")
+        with suspend_active_ledger():
+            return self._fit(X, y, cands, n, n_val, eps_c, d_c)
+
+    def _fit(self, X, y, cands, n, n_val, eps_c, d_c):
+        X, y = indexable(X, y)
+        rng = check_random_state(self.random_state)
+        perm = rng.permutation(n)
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        eps_c, d_c = self._allocate(cands, len(train_idx))
 
         Xt, yt = _take(X, train_idx), _take(y, train_idx)
         Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))

@@ -43,7 +43,7 @@ try:  # pragma: no cover - platform dependent
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["PrivacyLedger", "active_ledger"]
+__all__ = ["PrivacyLedger", "active_ledger", "suspend_active_ledger"]
 
 _EVENT_TYPES = {
     name: getattr(_events, name)
@@ -71,6 +71,34 @@ def active_ledger():
     """The innermost ledger entered with ``with ledger:`` in this process, or ``None``."""
     with _ACTIVE_LOCK:
         return _ACTIVE[-1] if _ACTIVE else None
+
+
+class _NoLedger:
+    """Placeholder that charges nothing: used while a composite fit has charged itself."""
+
+    def charge(self, events, label=""):
+        return None
+
+
+class suspend_active_ledger:
+    """Context manager: fits inside are not charged to the active ledger.
+
+    Used by composite mechanisms (``DPGridSearchCV``) that charge their own
+    total once, so their inner fits are not counted twice.
+    """
+
+    def __enter__(self):
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(_NoLedger())
+        return self
+
+    def __exit__(self, *exc):
+        with _ACTIVE_LOCK:
+            for i in range(len(_ACTIVE) - 1, -1, -1):
+                if isinstance(_ACTIVE[i], _NoLedger):
+                    del _ACTIVE[i]
+                    break
+        return False
 
 
 def _dump_event(ev):
