@@ -6,9 +6,12 @@ from skdp import DPLogisticRegression, DPRidge
 
 SOLVERS = ["dp_gd", "output_pert", "obj_pert", "dp_svrg"]
 
-ESTIMATORS = [DPLogisticRegression(solver=s, random_state=0) for s in SOLVERS] + [
-    DPRidge(solver=s, random_state=0) for s in SOLVERS
-]
+ESTIMATORS = (
+    [DPLogisticRegression(solver=s, random_state=0) for s in SOLVERS]
+    + [DPRidge(solver=s, random_state=0) for s in SOLVERS]
+    # the private bound path (data_norm="auto") with the default solver
+    + [DPLogisticRegression(data_norm="auto", random_state=0), DPRidge(data_norm="auto", random_state=0)]
+)
 
 
 # No check is expected to fail: sklearn's score thresholds are skipped through the

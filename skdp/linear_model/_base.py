@@ -10,10 +10,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ..bounds import bound_features
+from ..bounds import bound_features, row_norms
 from ..exceptions import PrivacyLeakWarning
 from ..penalties import L2Penalty
-from ..privacy import PrivacyBudget, active_ledger, price
+from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
 from ..solvers import SOLVERS, Problem, get_solver
 
 __all__ = ["DPLinearModel"]
@@ -41,7 +41,8 @@ class DPLinearModel(BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither"), None],
-        "data_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "data_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -49,6 +50,9 @@ class DPLinearModel(BaseEstimator):
 
     #: share of ``data_norm`` given to the intercept column when ``intercept_scaling=None``
     _default_intercept_fraction = 0.5
+    #: ``data_norm="auto"``: raw rows are clipped to this multiple of the private median row norm
+    _auto_norm_quantile = 0.5
+    _auto_norm_factor = 1.0
 
     # -- hooks ---------------------------------------------------------------------------
     def _auto_solver(self, loss_name):  # pragma: no cover - abstract
@@ -59,7 +63,7 @@ class DPLinearModel(BaseEstimator):
         """Checks the constraint table cannot express; run before any data is read."""
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
-        if self.data_norm is not None:
+        if self.data_norm is not None and self.data_norm != "auto":
             if not math.isfinite(self.data_norm):
                 raise ValueError(f"data_norm must be finite, got {self.data_norm!r}.")
             if (self.fit_intercept and self.intercept_scaling is not None
@@ -127,9 +131,31 @@ class DPLinearModel(BaseEstimator):
             return None
         loss, n_outputs, label_bound, coef_norm = spec
         solver = self._resolve_solver(loss.name)
-        problem = self._problem(int(n_samples), loss, n_outputs, float(self.data_norm),
+        budget, pre = self._bound_budget()
+        # With data_norm="auto" the bound is chosen privately during the fit; every
+        # noise scale is proportional to it, so the events priced with K = 1 cost the same.
+        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
+        problem = self._problem(int(n_samples), loss, n_outputs, K,
                                 label_bound=label_bound, coef_norm=coef_norm, clip_norm="initial")
-        return solver.plan(problem, PrivacyBudget(self.epsilon, self.delta))
+        return pre + solver.plan(problem, budget)
+
+    def _bound_budget(self):
+        """(budget left for the solver, events of the private bound selection)."""
+        if self.data_norm != "auto":
+            return PrivacyBudget(self.epsilon, self.delta), []
+        eps_b = self.bound_budget_fraction * self.epsilon
+        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b)]
+
+    def _auto_data_norm(self, X, rng):
+        """Private data norm: a multiple of the EM median of the raw row norms (replace-one)."""
+        eps_b = self.bound_budget_fraction * self.epsilon
+        median, event = private_quantile(row_norms(X), self._auto_norm_quantile, eps_b, rng)
+        k_x = self._auto_norm_factor * median
+        if not self.fit_intercept:
+            return k_x, event
+        if self.intercept_scaling is None:
+            return k_x / math.sqrt(1.0 - self._default_intercept_fraction**2), event
+        return math.sqrt(k_x**2 + float(self.intercept_scaling) ** 2), event
 
     def _charge_ledger(self, X, privacy_ledger):
         """Charge the fit to the explicit or active ledger before the data is used."""
@@ -143,21 +169,31 @@ class DPLinearModel(BaseEstimator):
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                      data_derived=False, clip_norm=None, planned=None):
         """Bound X, run the solver, price what it released, and set fitted attributes."""
-        bounded = bound_features(X, self.data_norm, self.fit_intercept, self.intercept_scaling,
+        rng = _make_rng(self.random_state)
+        budget, pre_events = self._bound_budget()
+        data_norm = self.data_norm
+        if data_norm == "auto":
+            data_norm, bound_event = self._auto_data_norm(X, rng)
+            pre_events = [bound_event]
+        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
                                  self._default_intercept_fraction)
         problem = self._problem(
             X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
             clip_norm=clip_norm,
         )
-        budget = PrivacyBudget(self.epsilon, self.delta)
-        result = solver.solve(problem, budget, _make_rng(self.random_state))
-        if planned is not None and list(result.events) != list(planned):  # pragma: no cover - a bug
-            raise RuntimeError(
-                f"solver {solver.name!r} released {result.events} but planned {planned}; "
-                "the ledger would be wrong."
+        result = solver.solve(problem, budget, rng)
+        events = pre_events + list(result.events)
+        report = price(events, self.delta)
+        if planned is not None:
+            same = events == list(planned) or (
+                self.data_norm == "auto"
+                and math.isclose(price(planned, self.delta).budget.epsilon, report.budget.epsilon, rel_tol=1e-9)
             )
-        report = price(result.events, self.delta)
+            if not same:  # pragma: no cover - a bug
+                raise RuntimeError(
+                    f"solver {solver.name!r} released {events} but planned {planned}; the ledger would be wrong."
+                )
 
         self.solver_ = solver.name
         self.data_norm_ = bounded.data_norm
@@ -165,7 +201,7 @@ class DPLinearModel(BaseEstimator):
         self.n_rows_clipped_ = bounded.n_clipped
         self.n_iter_ = int(result.n_iter)
         self.noise_scale_ = float(result.noise_scale)
-        self.privacy_events_ = list(result.events)
+        self.privacy_events_ = events
         self.accountant_ = report.method
         self.solver_info_ = dict(result.info)
         guaranteed = not (bounded.data_derived or data_derived)

@@ -51,9 +51,20 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
         ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
-    data_norm : float or None, default=None
+    data_norm : float, "auto" or None, default=None
         Public bound on the L2 norm of each row (intercept column included).
         Rows above it are scaled down (counted in ``n_rows_clipped_``).
+        ``"auto"`` chooses it privately (see ``bound_budget_fraction``);
+        ``None`` reads it from the data and voids the guarantee.
+    bound_budget_fraction : float, default=0.2
+        With ``data_norm="auto"``, the share of ``epsilon`` spent choosing the
+        row bound privately: the raw rows are clipped to an exponential-mechanism
+        median of the row norms over a public geometric grid
+        (:func:`skdp.privacy.private_quantile`); the solver is calibrated to
+        ``(1 - fraction) epsilon`` (a basic-composition split), and
+        ``privacy_spent_`` is the accountant's price of both, which can be a
+        little below ``epsilon``. No data-derived bound
+        is read in the clear, so there is no ``PrivacyLeakWarning``.
     classes : array-like or None, default=None
         The public set of class labels. Labels outside it raise an error.
     max_iter : int or None, default=None
@@ -127,6 +138,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         fit_intercept=True,
         intercept_scaling=None,
         data_norm=None,
+        bound_budget_fraction=0.2,
         classes=None,
         max_iter=None,
         random_state=None,
@@ -139,6 +151,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
+        self.bound_budget_fraction = bound_budget_fraction
         self.classes = classes
         self.max_iter = max_iter
         self.random_state = random_state

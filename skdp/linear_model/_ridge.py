@@ -58,8 +58,19 @@ class DPRidge(RegressorMixin, DPLinearModel):
         ``None`` uses ``data_norm / sqrt(2)`` (half the squared norm budget;
         stored in ``intercept_scaling_``): under DP the intercept must be
         learned in a handful of steps, and a larger column speeds it up.
-    data_norm : float or None, default=None
-        Public L2 bound on each row (intercept column included).
+    data_norm : float, "auto" or None, default=None
+        Public L2 bound on each row (intercept column included). ``"auto"``
+        chooses it privately (see ``bound_budget_fraction``); ``None`` reads it
+        from the data and voids the guarantee.
+    bound_budget_fraction : float, default=0.2
+        With ``data_norm="auto"``, the share of ``epsilon`` spent choosing the
+        row bound privately: the raw rows are clipped to an exponential-mechanism
+        median of the row norms over a public geometric grid
+        (:func:`skdp.privacy.private_quantile`); the solver is calibrated to
+        ``(1 - fraction) epsilon`` (a basic-composition split), and
+        ``privacy_spent_`` is the accountant's price of both, which can be a
+        little below ``epsilon``. No data-derived bound
+        is read in the clear, so there is no ``PrivacyLeakWarning``.
     label_bound : float, (low, high) or None, default=None
         Public label range: ``B`` means ``[-B, B]``.
     coef_norm : float or None, default=None
@@ -131,6 +142,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         fit_intercept=True,
         intercept_scaling=None,
         data_norm=None,
+        bound_budget_fraction=0.2,
         label_bound=None,
         coef_norm=None,
         max_iter=None,
@@ -144,6 +156,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
+        self.bound_budget_fraction = bound_budget_fraction
         self.label_bound = label_bound
         self.coef_norm = coef_norm
         self.max_iter = max_iter

@@ -37,6 +37,7 @@ from .events import (
 )
 from .objective import objective_perturbation_gaussian, objective_perturbation_pure
 from .ledger import PrivacyLedger, active_ledger
+from .quantile import private_quantile
 from .mechanisms import gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "calibrate_gaussian",
     "pure_noise_scale",
     "gumbel_scale",
+    "private_quantile",
     "report_noisy_max",
     "objective_perturbation_gaussian",
     "objective_perturbation_pure",

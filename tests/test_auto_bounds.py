@@ -1,0 +1,101 @@
+"""data_norm="auto": a private row bound, paid for from the estimator's budget."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLedger
+from skdp.privacy import BoundedRangeEvent, gdp_mu, price, private_quantile
+from skdp.privacy.quantile import DEFAULT_NORM_GRID
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = 2 * rng.randn(500, 6)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "output_pert", "obj_pert", "dp_svrg"])
+def test_auto_bound_is_paid_for_and_never_warns(data, solver):
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = DPLogisticRegression(1.0, data_norm="auto", classes=[0, 1], solver=solver, alpha=0.05,
+                                   random_state=0).fit(X, y)
+        reg = DPRidge(1.0, data_norm="auto", label_bound=3.0, solver=solver, random_state=0).fit(X, X[:, 0])
+    for est in (clf, reg):
+        assert est.privacy_events_[0] == BoundedRangeEvent(0.2)
+        assert est.privacy_spent_ <= PrivacyBudget(1.0, 1e-5)
+        # the split is by basic composition (0.2 + 0.8); the accountant may price it lower
+        assert est.privacy_spent_.epsilon >= 0.85
+        assert est.data_norm_ in set(np.round(DEFAULT_NORM_GRID / math.sqrt(1 - est._default_intercept_fraction ** 2), 12)) \
+            or est.data_norm_ > 0
+        assert est.data_norm == "auto"  # the parameter is never overwritten
+
+
+def test_auto_bound_noise_scale_independent(data):
+    X, y = data
+    est = DPLogisticRegression(1.0, data_norm="auto", classes=[0, 1], solver="dp_gd", max_iter=10,
+                               random_state=0).fit(X, y)
+    K = est.data_norm_
+    n = X.shape[0]
+    # the solver gets (0.8, 1e-5); logistic gradients clipped at K/2 (seed000 0.3)
+    assert est.noise_scale_ == pytest.approx(2 * (K / 2) * math.sqrt(10) / (n * gdp_mu(0.8, 1e-5)), rel=1e-9)
+    # the chosen bound is near the median raw row norm (divided by sqrt(1 - 0.5^2) for the intercept column)
+    med = np.median(np.linalg.norm(X, axis=1))
+    assert 0.5 * med < K * math.sqrt(0.75) < 2 * med
+
+
+def test_auto_bound_with_ledger(data):
+    X, y = data
+    ledger = PrivacyLedger(2.0, 1e-5)
+    est = DPLogisticRegression(1.0, data_norm="auto", classes=[0, 1], random_state=0).fit(
+        X, y, privacy_ledger=ledger)
+    assert ledger.spent().epsilon == pytest.approx(est.privacy_spent_.epsilon, rel=1e-9)
+
+
+def test_private_quantile_selection_probabilities():
+    """The selection follows exp(epsilon u / 2) exactly (chi-square over 20k draws)."""
+    rng = np.random.RandomState(0)
+    values = np.array([0.5, 1.5, 1.6, 2.5, 3.5, 3.6, 3.7])
+    grid = np.array([1.0, 2.0, 3.0, 4.0])
+    eps = 1.0
+    draws = [np.searchsorted(grid, private_quantile(values, 0.5, eps, rng, grid)[0]) for _ in range(20000)]
+    u = -np.abs(np.searchsorted(np.sort(values), grid, side="right") - 0.5 * len(values))
+    p = np.exp(eps * u / 2) / np.exp(eps * u / 2).sum()
+    assert stats.chisquare(np.bincount(draws, minlength=4), p * 20000).pvalue > 1e-3
+
+
+def test_private_quantile_is_private_on_neighbours():
+    """Replace one value (low -> high): every outcome's probability moves by <= e^epsilon."""
+    rng = np.random.RandomState(1)
+    grid = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    d0 = np.array([0.5, 1.5, 2.5, 2.6, 3.5, 4.5])
+    d1 = d0.copy()
+    d1[0] = 4.9
+    eps, n = 1.0, 40000
+
+    def freqs(d, e):
+        idx = [np.searchsorted(grid, private_quantile(d, 0.5, e, rng, grid)[0]) for _ in range(n)]
+        return np.bincount(idx, minlength=5) / n
+
+    f0, f1 = freqs(d0, eps), freqs(d1, eps)
+    ok = (f0 > 0.01) & (f1 > 0.01)
+    assert np.max(np.abs(np.log(f1[ok] / f0[ok]))) <= eps + 0.05
+    # power: at 4x the claimed epsilon the same test sees a larger ratio
+    g0, g1 = freqs(d0, 4 * eps), freqs(d1, 4 * eps)
+    ok = (g0 > 0.01) & (g1 > 0.01)
+    assert np.max(np.abs(np.log(g1[ok] / g0[ok]))) > eps + 0.5
+
+
+def test_planned_events_price_like_the_fit(data):
+    X, y = data
+    est = DPRidge(0.7, data_norm="auto", label_bound=3.0, solver="output_pert", random_state=0)
+    planned = est.planned_events(X.shape[0])
+    est.fit(X, X[:, 1])
+    assert price(planned, 1e-5).budget.epsilon == pytest.approx(est.privacy_spent_.epsilon, rel=1e-9)
