@@ -8,6 +8,7 @@ the solver actually released.
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
 from .linear_model import DPLogisticRegression, DPRidge
+from .preprocessing import DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
 
@@ -16,6 +17,9 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "DPLogisticRegression",
     "DPRidge",
+    "DPStandardScaler",
+    "pipeline_privacy_spent",
+    "set_pipeline_budget",
     "PrivacyBudget",
     "PrivacyLedger",
     "BudgetExceededError",
