@@ -37,11 +37,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     neighbours with public ``n`` is ``sqrt(d)/n``, and the means of
     ``(z - 1/2)^2`` (each in ``[0, 1/4]``), sensitivity ``sqrt(d)/(4n)``. The
     two releases share the budget equally (each ``mu*/sqrt(2)``-GDP, together
-    exactly ``(epsilon, delta)``; ``privacy_core.md`` section 2), or
-    ``epsilon/2`` each when ``delta=0``. The variance is the noisy second
+    exactly ``(epsilon, delta)``; ``privacy_core.md`` section 2) by default
+    (``mean_fraction``), or split epsilon when ``delta=0``. The variance is the noisy second
     moment minus the squared noisy mean offset, clamped to
-    ``[1e-6 r^2, r^2/4]``. Tight public bounds matter: the noise is a fixed
-    fraction of each range.
+    ``[max(1e-4, 2 s) r^2, r^2/4]`` with ``s`` the second-moment noise scale
+    (variances below the noise level are not resolved). :meth:`transform`
+    clips to the public bounds first, like the fit. Tight public bounds
+    matter: the noise is a fixed fraction of each range.
 
     Parameters
     ----------
@@ -53,6 +55,12 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         :class:`~skdp.PrivacyLeakWarning`; ``privacy_spent_`` is then infinite.
     with_mean : bool, default=True
     with_std : bool, default=True
+    mean_fraction : float, default=0.85
+        Share of the budget for the means (of ``mu*^2`` when ``delta > 0``, of
+        ``epsilon`` when ``delta = 0``); the rest goes to the second moments.
+        The default favours the means: for a downstream linear model a wrong
+        centre shifts every row, a wrong scale only reweights one feature
+        (chosen on breast_cancer, ``benchmarks/bench_utility.py``).
     random_state : int, RandomState instance or None, default=None
 
     Attributes
@@ -83,16 +91,18 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "bounds": [tuple, list, None],
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
+        "mean_fraction": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, bounds=None, with_mean=True, with_std=True,
-                 random_state=None):
+                 mean_fraction=0.85, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
         self.with_mean = with_mean
         self.with_std = with_std
+        self.mean_fraction = mean_fraction
         self.random_state = random_state
 
     def _public_bounds(self, n_features):
@@ -116,10 +126,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         if self.delta == 0:
-            scales = [pure_noise_scale(s, self.epsilon / 2) for s in sens]
+            f = self.mean_fraction
+            scales = [pure_noise_scale(sens[0], f * self.epsilon), pure_noise_scale(sens[1], (1 - f) * self.epsilon)]
             return [L2LaplaceEvent(s, b) for s, b in zip(sens, scales)], scales
-        unit = calibrate_gaussian(2.0, self.epsilon, self.delta)  # two releases, each of unit sensitivity
-        scales = [s * unit for s in sens]
+        # GDP split: the mean gets a share f of mu*^2, the second moment 1 - f.
+        unit = calibrate_gaussian(1.0, self.epsilon, self.delta)  # = 1 / mu*
+        f = self.mean_fraction
+        scales = [sens[0] * unit / math.sqrt(f), sens[1] * unit / math.sqrt(1 - f)]
         return [GaussianEvent(s, b) for s, b in zip(sens, scales)], scales
 
     def planned_events(self, n_samples, n_features=None):
@@ -175,7 +188,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         zmean = np.clip(Z.mean(axis=0) + draw(rng, scales[0], d), 0.0, 1.0)
         zsecond = Z.var(axis=0) + (Z.mean(axis=0) - 0.5) ** 2  # mean of (z - 1/2)^2, in [0, 1/4]
         zsecond = zsecond + draw(rng, scales[1], d)
-        zvar = np.clip(zsecond - (zmean - 0.5) ** 2, 1e-6, 0.25)
+        # Variances below the noise level of their estimate are not resolved: floor them
+        # there (post-processing of public quantities), so no feature is blown up.
+        floor = max(1e-4, 2.0 * float(scales[1]))
+        zvar = np.clip(zsecond - (zmean - 0.5) ** 2, min(floor, 0.25), 0.25)
         mean = lo + r * zmean
         var = zvar * r**2
         self.bounds_ = (lo, hi)
@@ -192,7 +208,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Standardise with the private statistics."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True)
-        return (X - self.mean_) / self.scale_
+        return (np.clip(X, *self.bounds_) - self.mean_) / self.scale_
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`."""

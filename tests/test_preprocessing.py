@@ -21,12 +21,13 @@ def test_noise_scale_independent_and_budget():
     rng = np.random.RandomState(0)
     X = rng.uniform(-1, 3, size=(1000, 4))
     sc = DPStandardScaler(epsilon=1.0, delta=1e-5, bounds=(-1, 3), random_state=0).fit(X)
-    unit = math.sqrt(2) / gdp_mu(1.0, 1e-5)  # two releases share mu*
-    np.testing.assert_allclose(sc.noise_scale_, [2 / 1000 * unit, 2 / (4 * 1000) * unit], rtol=1e-9)
+    unit = 1 / gdp_mu(1.0, 1e-5)  # the two releases share mu*^2: 0.85 (means) and 0.15
+    np.testing.assert_allclose(sc.noise_scale_, [2 / 1000 * unit / math.sqrt(0.85),
+                                                 2 / (4 * 1000) * unit / math.sqrt(0.15)], rtol=1e-9)
     assert sc.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-9)
     sc0 = DPStandardScaler(epsilon=1.0, delta=0.0, bounds=(-1, 3), random_state=0).fit(X)
     assert sc0.privacy_spent_ == PrivacyBudget(1.0, 0.0)
-    np.testing.assert_allclose(sc0.noise_scale_, [2 / 1000 / 0.5, 2 / 4000 / 0.5])
+    np.testing.assert_allclose(sc0.noise_scale_, [2 / 1000 / 0.85, 2 / 4000 / 0.15])
     # accuracy at a large n
     Xb = rng.uniform(-1, 3, size=(200000, 4))
     sc = DPStandardScaler(epsilon=1.0, bounds=(-1, 3), random_state=0).fit(Xb)
