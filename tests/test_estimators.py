@@ -79,7 +79,7 @@ def test_obj_pert_squared_loss_has_no_pure_mode(reg_data):
 def test_data_derived_bounds_warn_and_void_guarantee(clf_data, reg_data):
     X, y = clf_data
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):
-        est = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
+        est = DPLogisticRegression(data_norm=None, classes=[0, 1], random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     assert est.privacy_nominal_.epsilon == pytest.approx(1.0, rel=1e-6)
     assert est.data_norm is None and est.data_norm_ > 0  # parameter untouched
@@ -87,7 +87,7 @@ def test_data_derived_bounds_warn_and_void_guarantee(clf_data, reg_data):
         est = DPLogisticRegression(data_norm=3.0, random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.warns(PrivacyLeakWarning, match="label_bound"):
-        est = DPRidge(data_norm=2.5, random_state=0).fit(*reg_data)
+        est = DPRidge(data_norm=2.5, random_state=0).fit(*reg_data)  # label_bound=None
     assert math.isinf(est.privacy_spent_.epsilon) and est.label_bound is None
 
 

@@ -102,12 +102,12 @@ def test_budget_exceeded_before_touching_data(data):
     assert ledger.n_fits == 1 and ledger.spent() == before
     # a fit whose bounds come from the data has no finite cost: refused
     with pytest.raises(BudgetExceededError, match="no finite guarantee"):
-        DPLogisticRegression(epsilon=0.01, classes=[0, 1]).fit(X, y, privacy_ledger=ledger)
+        DPLogisticRegression(epsilon=0.01, data_norm=None, classes=[0, 1]).fit(X, y, privacy_ledger=ledger)
 
 
 def test_search_cost_of_plain_search_is_inf_without_bounds(data):
     X, y = data
-    cost = search_privacy_cost(GridSearchCV(DPLogisticRegression(classes=[0, 1]), {"alpha": [0.1]}), X, y)
+    cost = search_privacy_cost(GridSearchCV(DPLogisticRegression(data_norm=None, classes=[0, 1]), {"alpha": [0.1]}), X, y)
     assert math.isinf(cost.epsilon)
 
 
@@ -150,7 +150,7 @@ def test_dp_grid_search_refuses_budget_params_and_missing_bounds(data):
     with pytest.raises(ValueError, match="epsilon"):
         DPGridSearchCV(_clf(), {"epsilon": [0.5, 1.0]}).fit(X, y)
     with pytest.raises(ValueError, match="public bounds"):
-        DPGridSearchCV(DPLogisticRegression(classes=[0, 1]), {"alpha": [0.1]}).fit(X, y)
+        DPGridSearchCV(DPLogisticRegression(data_norm=None, classes=[0, 1]), {"alpha": [0.1]}).fit(X, y)
 
 
 def test_report_noisy_max_is_the_exponential_mechanism():

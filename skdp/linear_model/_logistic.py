@@ -26,9 +26,11 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
 
     The guarantee needs public bounds: ``data_norm`` (every row, intercept
     column included, is clipped to this L2 norm) and ``classes`` (the label
-    set). When either is left at ``None`` it is read from the data, a
-    :class:`~skdp.PrivacyLeakWarning` is emitted and ``privacy_spent_`` has
-    ``epsilon=inf``.
+    set). The default ``data_norm="auto"`` pays ``bound_budget_fraction`` of the
+    budget for a private choice. When a bound is set to ``None`` it is read
+    from the data, a :class:`~skdp.PrivacyLeakWarning` is emitted and
+    ``privacy_spent_`` has ``epsilon=inf``; ``classes=None`` does this for the
+    label set.
 
     Parameters
     ----------
@@ -51,7 +53,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
         ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
-    data_norm : float, "auto" or None, default=None
+    data_norm : float, "auto" or None, default="auto"
         Public bound on the L2 norm of each row (intercept column included).
         Rows above it are scaled down (counted in ``n_rows_clipped_``).
         ``"auto"`` chooses it privately (see ``bound_budget_fraction``);
@@ -137,7 +139,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         alpha=0.01,
         fit_intercept=True,
         intercept_scaling=None,
-        data_norm=None,
+        data_norm="auto",
         bound_budget_fraction=0.2,
         classes=None,
         max_iter=None,

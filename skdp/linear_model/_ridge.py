@@ -58,7 +58,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         ``None`` uses ``data_norm / sqrt(2)`` (half the squared norm budget;
         stored in ``intercept_scaling_``): under DP the intercept must be
         learned in a handful of steps, and a larger column speeds it up.
-    data_norm : float, "auto" or None, default=None
+    data_norm : float, "auto" or None, default="auto"
         Public L2 bound on each row (intercept column included). ``"auto"``
         chooses it privately (see ``bound_budget_fraction``); ``None`` reads it
         from the data and voids the guarantee.
@@ -141,7 +141,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         alpha=0.1,
         fit_intercept=True,
         intercept_scaling=None,
-        data_norm=None,
+        data_norm="auto",
         bound_budget_fraction=0.2,
         label_bound=None,
         coef_norm=None,
