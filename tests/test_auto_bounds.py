@@ -99,3 +99,21 @@ def test_planned_events_price_like_the_fit(data):
     planned = est.planned_events(X.shape[0])
     est.fit(X, X[:, 1])
     assert price(planned, 1e-5).budget.epsilon == pytest.approx(est.privacy_spent_.epsilon, rel=1e-9)
+
+
+def test_auto_label_range_is_private_and_composed():
+    rng = np.random.RandomState(0)
+    X = rng.randn(3000, 3)
+    y = 50 + 10 * X[:, 0] + rng.randn(3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = DPRidge(2.0, label_bound="auto", random_state=0).fit(X, y)
+    assert est.privacy_events_[:3] == [BoundedRangeEvent(0.4 / 3)] * 3
+    assert est.privacy_spent_ <= PrivacyBudget(2.0, 1e-5)
+    low, high = est.label_bound_
+    assert low < 50 < high and high - low < 200
+    assert est.score(X, y) > 0.5
+    assert est.label_bound == "auto"
+    # planned events price like the fit (ledger consistency)
+    planned = est.planned_events(3000)
+    assert price(planned, 1e-5).budget.epsilon == pytest.approx(est.privacy_spent_.epsilon, rel=1e-9)

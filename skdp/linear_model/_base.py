@@ -134,22 +134,30 @@ class DPLinearModel(BaseEstimator):
         budget, pre = self._bound_budget()
         # With data_norm="auto" the bound is chosen privately during the fit; every
         # noise scale is proportional to it, so the events priced with K = 1 cost the same.
-        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
+        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)  # noqa: E501
         problem = self._problem(int(n_samples), loss, n_outputs, K,
                                 label_bound=label_bound, coef_norm=coef_norm, clip_norm="initial")
         return pre + solver.plan(problem, budget)
 
+    def _n_auto_selections(self):
+        """How many private bound selections a fit makes (each gets an equal share)."""
+        return int(self.data_norm == "auto")
+
+    def _selection_epsilon(self):
+        k = self._n_auto_selections()
+        return self.bound_budget_fraction * self.epsilon / k if k else 0.0
+
     def _bound_budget(self):
-        """(budget left for the solver, events of the private bound selection)."""
-        if self.data_norm != "auto":
+        """(budget left for the solver, events of the private bound selections)."""
+        k = self._n_auto_selections()
+        if not k:
             return PrivacyBudget(self.epsilon, self.delta), []
         eps_b = self.bound_budget_fraction * self.epsilon
-        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b)]
+        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b / k)] * k
 
     def _auto_data_norm(self, X, rng):
         """Private data norm: a multiple of the EM median of the raw row norms (replace-one)."""
-        eps_b = self.bound_budget_fraction * self.epsilon
-        median, event = private_quantile(row_norms(X), self._auto_norm_quantile, eps_b, rng)
+        median, event = private_quantile(row_norms(X), self._auto_norm_quantile, self._selection_epsilon(), rng)
         k_x = self._auto_norm_factor * median
         if not self.fit_intercept:
             return k_x, event
@@ -167,14 +175,19 @@ class DPLinearModel(BaseEstimator):
         return planned
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None, planned=None):
-        """Bound X, run the solver, price what it released, and set fitted attributes."""
-        rng = _make_rng(self.random_state)
-        budget, pre_events = self._bound_budget()
+                     data_derived=False, clip_norm=None, planned=None, rng=None, pre_events=()):
+        """Bound X, run the solver, price what it released, and set fitted attributes.
+
+        ``rng`` is the fit's single generator (bound selections made before this
+        call must have drawn from it, and ``pre_events`` are their events).
+        """
+        rng = _make_rng(self.random_state) if rng is None else rng
+        budget, _ = self._bound_budget()
+        pre_events = list(pre_events)
         data_norm = self.data_norm
         if data_norm == "auto":
             data_norm, bound_event = self._auto_data_norm(X, rng)
-            pre_events = [bound_event]
+            pre_events = [bound_event] + pre_events
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
                                  self._default_intercept_fraction)
         problem = self._problem(
@@ -187,7 +200,7 @@ class DPLinearModel(BaseEstimator):
         report = price(events, self.delta)
         if planned is not None:
             same = events == list(planned) or (
-                self.data_norm == "auto"
+                self._n_auto_selections() > 0
                 and math.isclose(price(planned, self.delta).budget.epsilon, report.budget.epsilon, rel_tol=1e-9)
             )
             if not same:  # pragma: no cover - a bug

@@ -5,12 +5,13 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..bounds import bound_labels, public_label_range
 from ..losses import SquaredLoss
-from ._base import DPLinearModel
+from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
+from ._base import DPLinearModel, _make_rng
 
 __all__ = ["DPRidge"]
 
@@ -71,8 +72,17 @@ class DPRidge(RegressorMixin, DPLinearModel):
         ``privacy_spent_`` is the accountant's price of both, which can be a
         little below ``epsilon``. No data-derived bound
         is read in the clear, so there is no ``PrivacyLeakWarning``.
-    label_bound : float, (low, high) or None, default=None
-        Public label range: ``B`` means ``[-B, B]``.
+    label_bound : float, (low, high), "auto" or None, default=None
+        Public label range: ``B`` means ``[-B, B]``. ``"auto"`` chooses it
+        privately with two exponential-mechanism selections paid from
+        ``bound_budget_fraction`` (median label, then median absolute
+        deviation; range = median +- 3 MAD). Each selection gets
+        ``bound_budget_fraction * epsilon / 3`` (with ``data_norm="auto"``), and
+        at small ``epsilon * n`` (below ~100 per selection) an exponential
+        mechanism over a wide public grid too often picks an absurd range:
+        diabetes (n = 309) gives R^2 0.30 at epsilon = 2 but fails at
+        epsilon <= 1. Prefer a range known a priori there. ``None`` reads it
+        from the data and voids the guarantee.
     coef_norm : float or None, default=None
         Radius ``M`` of the coefficient ball. ``None``: ``B/sqrt(alpha)``
         where ``B`` is the (centred) label bound.
@@ -128,7 +138,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
 
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
-        "label_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "label_bound": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), "array-like", None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
 
@@ -168,8 +178,24 @@ class DPRidge(RegressorMixin, DPLinearModel):
     def _auto_solver(self, loss_name):
         return "output_pert" if self.delta == 0 else "dp_gd"
 
+    #: label_bound="auto": the range is median +- this many private median absolute deviations
+    _auto_label_width = 3.0
+
+    def _n_auto_selections(self):
+        return super()._n_auto_selections() + (2 if _is_auto(self.label_bound) else 0)
+
+    def _auto_label_range(self, y, rng):
+        """Private label range: EM median, then EM median absolute deviation (replace-one, sensitivity 1 each)."""
+        eps = self._selection_epsilon()
+        centre, ev1 = private_quantile(y, 0.5, eps, rng, DEFAULT_SIGNED_GRID)
+        spread, ev2 = private_quantile(np.abs(y - centre), 0.5, eps, rng, DEFAULT_NORM_GRID)
+        half = self._auto_label_width * spread
+        return (centre - half, centre + half), [ev1, ev2]
+
     def _check_label_bound(self):
         lb = self.label_bound
+        if _is_auto(lb):
+            return
         if lb is None or np.ndim(lb) == 0:
             if lb is not None and not math.isfinite(lb):
                 raise ValueError(f"label_bound must be finite, got {lb!r}.")
@@ -188,7 +214,10 @@ class DPRidge(RegressorMixin, DPLinearModel):
         if self.label_bound is None or (self.coef_norm is None and self.alpha == 0):
             return None
         self._check_label_bound()
-        bound = public_label_range(self.label_bound, self.fit_intercept)[3]
+        # With label_bound="auto" the range is chosen during the fit; the solver's noise is
+        # relative to it, so a nominal unit range prices the same.
+        lb = (-1.0, 1.0) if _is_auto(self.label_bound) else self.label_bound
+        bound = public_label_range(lb, self.fit_intercept)[3]
         # the solver works in units where |y| <= 1 (see fit)
         return SquaredLoss(), 1, 1.0, self._coef_ball(bound) / bound
 
@@ -223,13 +252,17 @@ class DPRidge(RegressorMixin, DPLinearModel):
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True
         )
         y = np.asarray(y, dtype=np.float64)
-        yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
+        rng = _make_rng(self.random_state)
+        label_bound, pre_events = self.label_bound, []
+        if _is_auto(label_bound):
+            label_bound, pre_events = self._auto_label_range(y, rng)
+        yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
         M = self._coef_ball(bound)
         # Work in units where |y| <= 1 (dividing by the public bound is a public
         # rescaling; coefficients are scaled back afterwards).
         coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
-            data_derived=derived, clip_norm="initial", planned=planned,
+            data_derived=derived, clip_norm="initial", planned=planned, rng=rng, pre_events=pre_events,
         )
         coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)
@@ -251,3 +284,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         # R^2 > 0.5 on make_regression(n=200) is not guaranteed at epsilon=1
         tags.regressor_tags.poor_score = True
         return tags
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"

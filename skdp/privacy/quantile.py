@@ -15,12 +15,15 @@ from .accounting import gumbel_scale
 from .events import BoundedRangeEvent
 from .mechanisms import report_noisy_max
 
-__all__ = ["private_quantile", "DEFAULT_NORM_GRID"]
+__all__ = ["private_quantile", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID"]
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
 #: grid keeps the total mass of the candidates far above the data (all scored -q n) small,
 #: which matters at small epsilon * n (chosen on benchmarks/bench_utility.py).
 DEFAULT_NORM_GRID = np.geomspace(1e-2, 1e5, 43)
+
+#: Public candidates for a signed location (e.g. the median label): -1e5 .. 1e5 through 0.
+DEFAULT_SIGNED_GRID = np.concatenate([-DEFAULT_NORM_GRID[::-1], [0.0], DEFAULT_NORM_GRID])
 
 
 def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
