@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
+from ._utils import dp_steps
 from .exceptions import PrivacyLeakWarning
 from .linear_model._base import _make_rng
 from .privacy import (
@@ -222,11 +223,6 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _dp_steps(pipeline):
-    steps = [s for _, s in pipeline.steps] if hasattr(pipeline, "steps") else [pipeline]
-    return [s for s in steps if hasattr(s, "planned_events")]
-
-
 def pipeline_privacy_spent(pipeline, delta=None):
     """Total (epsilon, delta) of a fitted Pipeline's DP steps, composed by the accountant.
 
@@ -235,7 +231,7 @@ def pipeline_privacy_spent(pipeline, delta=None):
     defaults to the sum of the steps' deltas. ``epsilon`` is infinite if a
     step read a bound from the data.
     """
-    steps = _dp_steps(pipeline)
+    steps = dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
     for s in steps:
@@ -258,7 +254,7 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     events together at ``<= epsilon`` (Gaussian steps compose far better than
     by adding epsilons). Returns the pipeline.
     """
-    steps = _dp_steps(pipeline)
+    steps = dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
     w = np.ones(len(steps)) if weights is None else np.asarray(weights, dtype=float)

@@ -134,7 +134,7 @@ class DPLinearModel(BaseEstimator):
         budget, pre = self._bound_budget()
         # With data_norm="auto" the bound is chosen privately during the fit; every
         # noise scale is proportional to it, so the events priced with K = 1 cost the same.
-        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)  # noqa: E501
+        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
         problem = self._problem(int(n_samples), loss, n_outputs, K,
                                 label_bound=label_bound, coef_norm=coef_norm, clip_norm="initial")
         return pre + solver.plan(problem, budget)

@@ -13,6 +13,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
 
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
+from .._utils import dp_steps
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
 __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
@@ -26,12 +27,11 @@ def planned_events_of(estimator, n_samples):
     Returns ``None`` if some DP step has no finite guarantee; raises
     ``TypeError`` if the estimator contains no skdp step at all.
     """
-    steps = [s for _, s in estimator.steps] if hasattr(estimator, "steps") else [estimator]
-    dp_steps = [s for s in steps if hasattr(s, "planned_events")]
-    if not dp_steps:
+    steps = dp_steps(estimator)
+    if not steps:
         raise TypeError(f"{type(estimator).__name__} contains no skdp estimator; nothing to price.")
     events = []
-    for s in dp_steps:
+    for s in steps:
         ev = s.planned_events(n_samples)
         if ev is None:
             return None
@@ -103,16 +103,14 @@ def search_privacy_cost(search, X, y=None, delta=None):
 
 
 def _find_delta(est):
-    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
-    for s in steps:
-        if hasattr(s, "planned_events"):
-            return s.delta
-    raise TypeError("No skdp estimator found.")
+    steps = dp_steps(est)
+    if not steps:
+        raise TypeError("No skdp estimator found.")
+    return steps[0].delta
 
 
 def _set_budget(est, epsilon, delta, seed):
-    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
-    dp = [s for s in steps if hasattr(s, "planned_events")]
+    dp = dp_steps(est)
     if len(dp) != 1:
         raise ValueError("DPGridSearchCV needs exactly one skdp estimator in the pipeline.")
     dp[0].set_params(epsilon=epsilon, delta=delta, random_state=seed)
@@ -363,8 +361,7 @@ def _take(A, idx):
 
 
 def _dp_step(est):
-    steps = [s for _, s in est.steps] if hasattr(est, "steps") else [est]
-    return [s for s in steps if hasattr(s, "planned_events")][0]
+    return dp_steps(est)[0]
 
 
 def _events_of(est):

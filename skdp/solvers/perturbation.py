@@ -175,8 +175,7 @@ class ObjectivePerturbation(Solver):
             return self._solve_ovr(problem, budget, rng)
         kind, scale, extra = self.noise(problem, budget.epsilon, budget.delta)
         w, info = self._solve_one(problem, kind, scale, extra, rng)
-        event = ApproxDPEvent(budget.epsilon, budget.delta)
-        return SolverResult(w, 1, [event], scale, info)
+        return SolverResult(w, 1, self.plan(problem, budget), scale, info)
 
     def _solve_ovr(self, problem, budget, rng):
         k = problem.n_outputs
@@ -198,7 +197,7 @@ class ObjectivePerturbation(Solver):
             "kkt_residual": max(i["kkt_residual"] for i in infos),
             "one_vs_rest": True,
         }
-        return SolverResult(np.column_stack(coefs), 1, [ApproxDPEvent(eps_k, delta_k, k)], scale, info)
+        return SolverResult(np.column_stack(coefs), 1, self.plan(problem, budget), scale, info)
 
     def _solve_one(self, problem, kind, scale, extra, rng):
         p = problem.X.shape[1]
