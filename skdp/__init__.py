@@ -7,7 +7,8 @@ the solver actually released.
 """
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
-from .linear_model import DPLogisticRegression, DPRidge
+from . import datasets
+from .linear_model import DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
 from .preprocessing import DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
@@ -17,6 +18,9 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "DPLogisticRegression",
     "DPRidge",
+    "DPSparseLinearRegression",
+    "DPSparseLogisticRegression",
+    "datasets",
     "DPStandardScaler",
     "pipeline_privacy_spent",
     "set_pipeline_budget",

@@ -8,7 +8,7 @@ correction; ``../shared/algorithms/README.md``, decisions).
 
 import numpy as np
 
-__all__ = ["L2Penalty", "project_l2_ball"]
+__all__ = ["L2Penalty", "project_l2_ball", "hard_threshold"]
 
 
 def project_l2_ball(w, radius):
@@ -44,3 +44,36 @@ class L2Penalty:
         Shrinking then projecting is exact: both are radial.
         """
         return project_l2_ball(w / (1.0 + step * self.alpha), self.radius)
+
+
+def hard_threshold(v, s, free=None):
+    """``H_s(v)``: keep the ``s`` entries of largest magnitude, zero the rest.
+
+    Ties are broken deterministically by a stable sort on ``(-|v_j|, j)``
+    (``seed004_sparse_dp_ight_dpsl_kt.md`` section 0), so two runs on the same
+    input agree bitwise. Coordinates in ``free`` (e.g. the intercept column)
+    are always kept and do not count towards ``s``. Pure post-processing.
+
+    Parameters
+    ----------
+    v : ndarray of shape (p,)
+    s : int
+        Number of entries to keep among the non-free coordinates.
+    free : int, sequence of int or None
+        Indices kept unconditionally.
+
+    Returns
+    -------
+    ndarray of shape (p,), a new array with at most ``s + len(free)`` non-zeros.
+    """
+    v = np.asarray(v)
+    out = np.zeros_like(v)
+    free = np.atleast_1d(np.asarray([] if free is None else free, dtype=int))
+    mag = np.abs(v).astype(float)
+    mag[free] = -1.0  # never compete: kept separately
+    order = np.argsort(-mag, kind="stable")
+    n_candidates = v.size - free.size
+    keep = order[: max(0, min(int(s), n_candidates))]
+    out[keep] = v[keep]
+    out[free] = v[free]
+    return out

@@ -2,5 +2,6 @@
 
 from ._logistic import DPLogisticRegression
 from ._ridge import DPRidge
+from ._sparse import DPSparseLinearRegression, DPSparseLogisticRegression
 
-__all__ = ["DPLogisticRegression", "DPRidge"]
+__all__ = ["DPLogisticRegression", "DPRidge", "DPSparseLinearRegression", "DPSparseLogisticRegression"]

@@ -37,7 +37,7 @@ class DPLinearModel(BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "solver": [StrOptions({"auto"} | set(SOLVERS))],
+        "solver": [StrOptions({"auto"} | {n for n, s in SOLVERS.items() if s.constraint is None})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither"), None],

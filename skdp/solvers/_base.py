@@ -122,17 +122,21 @@ class Solver:
     approx_dp = True
     needs_strong_convexity = False
     summary = ""
+    #: constraint family: None (L2 penalty / ball, the dense estimators) or "l0" (sparse estimators)
+    constraint = None
 
     def check(self, loss_name, delta, alpha):
         """Raise ``ValueError`` if this solver cannot run the given setting."""
         if loss_name not in self.losses:
-            ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses)
+            ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses and s.constraint == self.constraint)
             raise ValueError(
                 f"solver={self.name!r} does not support the {loss_name} loss; "
                 f"solvers that do: {ok}."
             )
         if delta == 0 and not self.pure_dp:
-            ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses and s.pure_dp)
+            ok = sorted(
+                n for n, s in SOLVERS.items() if loss_name in s.losses and s.pure_dp and s.constraint == self.constraint
+            )
             raise ValueError(
                 f"solver={self.name!r} has no pure-epsilon (delta=0) variant; use delta > 0 "
                 f"or one of {ok}."

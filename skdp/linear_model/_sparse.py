@@ -1,0 +1,581 @@
+"""DPSparseLinearRegression and DPSparseLogisticRegression (``||w||_0 <= s``)."""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import special
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+
+from ..bounds import bound_labels, public_label_range
+from ..losses import LogisticLoss, SquaredLoss
+from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
+from ..solvers import SOLVERS, get_solver
+from ..solvers.sparse import SparseProblem
+from ._base import _make_rng, _warn_derived
+
+__all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
+
+_SPARSE_SOLVERS = {n for n, s in SOLVERS.items() if s.constraint == "l0"}
+
+
+def clip_features(X, bound):
+    """Clip every entry to ``[-bound, bound]``; returns (clipped copy, number of rows touched).
+
+    The caller's array is never modified. CSR input stays CSR (zeros are in range).
+    """
+    if sp.issparse(X):
+        Xc = X.astype(np.float64, copy=True).tocsr()
+        over = np.abs(Xc.data) > bound
+        rows = np.unique(np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))[over])
+        np.clip(Xc.data, -bound, bound, out=Xc.data)
+        return Xc, int(rows.size)
+    X = np.asarray(X, dtype=np.float64)
+    n_rows = int(np.count_nonzero(np.any(np.abs(X) > bound, axis=1)))
+    return np.clip(X, -bound, bound), n_rows
+
+
+def _append_column(X, value):
+    n = X.shape[0]
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(np.full((n, 1), value))], format="csr")
+    return np.hstack([X, np.full((n, 1), value)])
+
+
+class _DPSparseBase(BaseEstimator):
+    """Shared fit: validate -> clip -> (private clip norm) -> sparse solver -> price."""
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "n_nonzero_coefs": [Interval(Integral, 1, None, closed="left"), None],
+        "solver": [StrOptions({"auto"} | _SPARSE_SOLVERS)],
+        "fit_intercept": ["boolean"],
+        "feature_bound": [Interval(Real, 0, None, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "solver_options": [dict, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    #: clip_norm="auto": the clip norm is this private quantile of the per-example gradient norms at w = 0
+    _auto_clip_quantile = 0.25
+
+    # -- hooks -----------------------------------------------------------------------------
+    def _loss(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _label_bound_public(self):
+        return None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _check_params(self):
+        """Checks the constraint table cannot express; run before any data is read."""
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        if not math.isfinite(self.feature_bound):
+            raise ValueError(f"feature_bound must be finite, got {self.feature_bound!r}.")
+        if self.clip_norm != "auto" and not math.isfinite(self.clip_norm):
+            raise ValueError(f"clip_norm must be finite or 'auto', got {self.clip_norm!r}.")
+        solver = get_solver("dp_ight" if self.solver == "auto" else self.solver)
+        solver.check(self._loss().name, self.delta)
+        solver.check_options(self.solver_options or {})
+        return solver
+
+    def _n_nonzero(self, n_features):
+        """``n_nonzero_coefs``, or 10% of the features (at least 1), as sklearn's OMP does."""
+        if self.n_nonzero_coefs is not None:
+            return int(self.n_nonzero_coefs)
+        return max(int(0.1 * n_features), 1)
+
+    def _auto_clip(self, solver):
+        return self.clip_norm == "auto" and solver.clip_order is not None
+
+    def _budgets(self, solver):
+        """(budget for the solver, events of the private clip-norm choice)."""
+        if not self._auto_clip(solver):
+            return PrivacyBudget(self.epsilon, self.delta), []
+        eps_b = self.bound_budget_fraction * self.epsilon
+        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b)]
+
+    def _problem(self, solver, n, n_features, X=None, y=None, clip=None):
+        p = n_features + bool(self.fit_intercept)
+        return SparseProblem(
+            X=X, y=y, loss=self._loss(), n_nonzero=min(self._n_nonzero(n_features), n_features),
+            feature_bound=float(self.feature_bound), free=(p - 1) if self.fit_intercept else None,
+            label_bound=self._label_bound_public(), clip=clip, clip_order=solver.clip_order,
+            learning_rate=self.learning_rate, max_iter=self.max_iter, options=dict(self.solver_options or {}),
+            verbose=self.verbose, n_samples=n, n_features=p,
+        )
+
+    def planned_events(self, n_samples, n_features):
+        """The events a fit on an ``(n_samples, n_features)`` array releases, without any data.
+
+        Every noise scale is a function of public quantities only. With
+        ``clip_norm="auto"`` the clip norm is chosen privately during the fit
+        and every noise scale is proportional to it, so pricing with a unit
+        clip norm gives the same cost. ``None`` when a bound is read from the
+        data (no finite guarantee).
+        """
+        self._validate_params()
+        solver = self._check_params()
+        if not self._guaranteed_public():
+            return None
+        budget, pre = self._budgets(solver)
+        problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
+        return pre + solver.plan(problem, budget)
+
+    def _guaranteed_public(self):
+        return True
+
+    def _fit_sparse(self, X, y_enc, centre, privacy_ledger, data_derived=False):
+        solver = get_solver("dp_ight" if self.solver == "auto" else self.solver)
+        n, d = X.shape
+        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+        planned = None
+        if ledger is not None:
+            planned = self.planned_events(n, d)
+            ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})")
+        K = float(self.feature_bound)
+        Xc, n_clipped = clip_features(X, K)
+        if self.fit_intercept:
+            Xc = _append_column(Xc, K)
+        rng = _make_rng(self.random_state)
+        budget, pre_events = self._budgets(solver)
+        loss = self._loss()
+        clip = None
+        if solver.clip_order is not None:
+            if self._auto_clip(solver):
+                # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row)
+                if sp.issparse(Xc):
+                    norms = (np.sqrt(np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()) if solver.clip_order == 2
+                             else np.asarray(abs(Xc).max(axis=1).toarray()).ravel())
+                else:
+                    norms = np.linalg.norm(Xc, ord=solver.clip_order, axis=1)
+                g0 = np.abs(loss.derivative(np.zeros(n), y_enc)) * norms
+                clip, event = private_quantile(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
+                pre_events = [event]
+            else:
+                clip = float(self.clip_norm)
+        problem = self._problem(solver, n, d, X=Xc, y=y_enc, clip=clip)
+        result = solver.solve(problem, budget, rng)
+        events = pre_events + list(result.events)
+        report = price(events, self.delta)
+        if planned is not None and not math.isclose(
+            price(planned, self.delta).budget.epsilon, report.budget.epsilon, rel_tol=1e-9
+        ):  # pragma: no cover - a bug
+            raise RuntimeError(f"{solver.name} released {events} but planned {planned}.")
+        w = np.asarray(result.coef, dtype=float)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * K) + centre
+        else:
+            self.coef_, self.intercept_ = w.copy(), float(centre)
+        self.support_ = np.flatnonzero(self.coef_)
+        self.n_nonzero_coefs_ = problem.n_nonzero
+        self.solver_ = solver.name
+        self.clip_norm_ = clip
+        self.n_iter_ = int(result.n_iter)
+        self.noise_scale_ = float(result.noise_scale)
+        self.n_rows_clipped_ = n_clipped
+        self.privacy_events_ = events
+        self.accountant_ = report.method
+        self.solver_info_ = dict(result.info)
+        self.privacy_nominal_ = report.budget
+        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if data_derived else report.budget
+        if self.verbose:
+            print(f"[{type(self).__name__}] solver={solver.name} noise_scale={self.noise_scale_:.4g} "
+                  f"privacy_spent={self.privacy_spent_} ({report.method})")
+        return self
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_SHARED_PARAMS_DOC = """
+    epsilon : float, default=1.0
+        Privacy-loss target, > 0.
+    delta : float, default=1e-5
+        Failure probability in [0, 1). Only ``dp_fw_l1`` has a ``delta=0`` variant.
+    n_nonzero_coefs : int or None, default=None
+        Sparsity level ``s``: ``coef_`` has at most ``s`` non-zeros (the intercept
+        does not count). ``None`` uses 10% of the features (at least 1), as
+        :class:`sklearn.linear_model.OrthogonalMatchingPursuit` does.
+    solver : {"auto", "dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"}, default="auto"
+        ``"auto"`` is ``"dp_ight"``. See :func:`skdp.list_solvers` and the
+        solver docstrings in :mod:`skdp.solvers.sparse`.
+    fit_intercept : bool, default=True
+        The intercept is a constant column of value ``feature_bound`` that is
+        never thresholded.
+    feature_bound : float, default=1.0
+        Public bound ``K``: every feature value is clipped to ``[-K, K]`` (rows
+        touched are counted in ``n_rows_clipped_``). The default suits features
+        scaled to ``[-1, 1]``; scale first (e.g. with public ranges) otherwise.
+    clip_norm : float or "auto", default="auto"
+        Per-example gradient clip norm ``G`` (L2 for ``dp_ight`` and the
+        ``dpsl_kt`` teacher, L-infinity for ``dp_fw_l1``; ``two_stage`` uses the
+        bounds instead). ``"auto"`` spends ``bound_budget_fraction`` of
+        ``epsilon`` on an exponential-mechanism median of the per-example
+        gradient norms at ``w = 0`` over a public geometric grid; the cost is
+        composed into ``privacy_spent_`` and nothing is read in the clear.
+    bound_budget_fraction : float, default=0.1
+        Share of ``epsilon`` for ``clip_norm="auto"``.
+    learning_rate : float or None, default=None
+        IGHT step. ``None``: ``1/(phi'' K^2)``, the largest curvature a single
+        coordinate can have (``phi'' = 1`` squared, ``1/4`` logistic).
+    max_iter : int or None, default=None
+        Steps of the solver (gradient steps, Frank-Wolfe selections); ``None``
+        uses the solver's public default. Fixed before the data is read.
+    solver_options : dict or None, default=None
+        Solver-specific settings (``dpsl_kt``: ``teacher_alpha``,
+        ``n_synthetic``, ``synthetic_features``, ``teacher_tol``,
+        ``student_max_iter``; ``dp_fw_l1``: ``l1_radius``; ``two_stage``:
+        ``n_blocks``, ``coef_norm``). Unknown keys raise ``ValueError``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds all noise and the public random choices; ``None`` draws fresh OS entropy.
+    verbose : int, default=0
+"""
+
+_SHARED_ATTRS_DOC = """
+    coef_ : ndarray of shape (n_features,)
+        At most ``n_nonzero_coefs_`` non-zeros.
+    intercept_ : float
+    support_ : ndarray of int
+        Indices of the non-zero coefficients.
+    n_nonzero_coefs_ : int
+    privacy_spent_ : PrivacyBudget
+        (epsilon, delta) for **replace-one** neighbouring datasets (one row
+        swapped, ``n`` public), priced by the shared accountant from what was
+        released, the private clip-norm choice included.
+    privacy_nominal_ : PrivacyBudget
+    privacy_events_ : list
+    noise_scale_ : float
+        Gaussian std (``dp_ight``, ``dpsl_kt``), Gumbel scale (``dp_fw_l1``) or
+        stage-2 noise std (``two_stage``).
+    clip_norm_ : float or None
+    n_iter_ : int
+    n_rows_clipped_ : int
+        **Not private**: a diagnostic for the data holder only.
+    solver_ : str
+    solver_info_ : dict
+    accountant_ : str
+    n_features_in_ : int
+"""
+
+
+class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
+    __doc__ = """Differentially private sparse linear regression (``||w||_0 <= s``).
+
+    Minimises ``(1/(2n)) sum_i (<w, x_i> + b - y_i)^2`` subject to at most
+    ``n_nonzero_coefs`` non-zero coefficients, with one of skdp's sparse DP
+    solvers. The fitted model is (epsilon, delta)-differentially private for
+    **replace-one** neighbouring datasets with the number of rows public.
+
+    The squared loss is not Lipschitz, so the gradient solvers clip each
+    per-example gradient to ``clip_norm`` (the exact gradient of a Huber-type
+    surrogate; at a good fit the residuals are small and nothing is clipped)
+    and need no label bound. ``two_stage`` solves the exact squared loss and
+    needs ``label_bound``.
+
+    Parameters
+    ----------""" + _SHARED_PARAMS_DOC + """    label_bound : float, (low, high) or None, default=None
+        Public label range. When given, labels are clipped to it and centred at
+        its midpoint (the intercept absorbs it). Required by ``two_stage``;
+        optional otherwise (``None``: no label clipping, centre 0).
+
+    Attributes
+    ----------""" + _SHARED_ATTRS_DOC + """
+    See Also
+    --------
+    DPSparseLogisticRegression : the classifier.
+    DPRidge : DP ridge regression (dense).
+    sklearn.linear_model.OrthogonalMatchingPursuit : non-private sparse regression.
+
+    Examples
+    --------
+    >>> from skdp import DPSparseLinearRegression
+    >>> from skdp.datasets import make_sparse_regression
+    >>> X, y, coef = make_sparse_regression(5000, 50, 3, random_state=0)
+    >>> reg = DPSparseLinearRegression(epsilon=2.0, n_nonzero_coefs=3,
+    ...                                random_state=0).fit(X, y)
+    >>> print(reg.privacy_spent_)
+    (epsilon=2, delta=1e-05) [replace_one]
+    >>> sorted(reg.support_) == sorted(map(int, coef.nonzero()[0]))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_DPSparseBase._parameter_constraints,
+        "label_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        n_nonzero_coefs=None,
+        solver="auto",
+        fit_intercept=True,
+        feature_bound=1.0,
+        clip_norm="auto",
+        bound_budget_fraction=0.1,
+        label_bound=None,
+        learning_rate=None,
+        max_iter=None,
+        solver_options=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_nonzero_coefs = n_nonzero_coefs
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.feature_bound = feature_bound
+        self.clip_norm = clip_norm
+        self.bound_budget_fraction = bound_budget_fraction
+        self.label_bound = label_bound
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _loss(self):
+        return SquaredLoss()
+
+    def _label_bound_public(self):
+        if self.label_bound is None:
+            return None
+        return public_label_range(self.label_bound, self.fit_intercept)[3]
+
+    def _check_params(self):
+        lb = self.label_bound
+        if lb is not None:
+            if np.ndim(lb) == 0:
+                if not math.isfinite(lb):
+                    raise ValueError(f"label_bound must be finite, got {lb!r}.")
+            else:
+                arr = np.asarray(lb, dtype=float) if np.ndim(lb) == 1 else None
+                if arr is None or arr.shape != (2,) or not np.all(np.isfinite(arr)) or not arr[0] < arr[1]:
+                    raise ValueError(
+                        f"label_bound must be a positive number B or a pair (low, high) with low < high, got {lb!r}."
+                    )
+        solver = super()._check_params()
+        if solver.name == "two_stage" and lb is None:
+            raise ValueError(
+                "solver='two_stage' needs a public label_bound: objective perturbation uses the exact "
+                "squared loss, whose gradient is bounded only for bounded labels."
+            )
+        return solver
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, privacy_ledger=None):
+        """Fit the sparse model with differential privacy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        privacy_ledger : PrivacyLedger or None, default=None
+            Charge the fit to this ledger (or the active one) before the data is used.
+
+        Returns
+        -------
+        self : object
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
+        y = np.asarray(y, dtype=np.float64)
+        if self.label_bound is not None:
+            y_enc, centre, bound, n_lab, _ = bound_labels(y, self.label_bound, self.fit_intercept)
+            self.label_bound_ = (centre - bound, centre + bound)
+            self.n_labels_clipped_ = n_lab
+        else:
+            y_enc, centre = y.copy(), 0.0
+            self.label_bound_ = None
+            self.n_labels_clipped_ = 0
+        return self._fit_sparse(X, y_enc, centre, privacy_ledger)
+
+    def predict(self, X):
+        """Predicted targets."""
+        return self._decision(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # R^2 > 0.5 on make_regression(n=200) is not guaranteed under DP with s = 10% of features
+        tags.regressor_tags.poor_score = True
+        return tags
+
+
+class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
+    __doc__ = """Differentially private sparse logistic regression (binary, ``||w||_0 <= s``).
+
+    Minimises the mean logistic loss subject to at most ``n_nonzero_coefs``
+    non-zero coefficients with one of skdp's sparse DP solvers; (epsilon,
+    delta)-differentially private for **replace-one** neighbouring datasets with
+    the number of rows public. Binary only: none of the sparse solvers' proofs
+    covers a multinomial loss, so more than two classes raise ``ValueError``.
+    With ``dpsl_kt`` the student fits the teacher's logits by least squares
+    (card section 3.3), so ``coef_`` is on the logit scale either way.
+
+    Parameters
+    ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (2,) or None, default=None
+        The public label set. ``None`` reads it from the data, with a
+        :class:`~skdp.PrivacyLeakWarning`, and ``privacy_spent_`` is then
+        ``epsilon=inf``.
+
+    Attributes
+    ----------""" + _SHARED_ATTRS_DOC + """    classes_ : ndarray of shape (2,)
+
+    See Also
+    --------
+    DPSparseLinearRegression : the regressor.
+    DPLogisticRegression : DP logistic regression (dense).
+
+    Examples
+    --------
+    >>> from skdp import DPSparseLogisticRegression
+    >>> from skdp.datasets import make_sparse_classification
+    >>> X, y, coef = make_sparse_classification(5000, 50, 3, random_state=0)
+    >>> clf = DPSparseLogisticRegression(epsilon=2.0, n_nonzero_coefs=3, classes=[0, 1],
+    ...                                  random_state=0).fit(X, y)
+    >>> print(clf.privacy_spent_)
+    (epsilon=2, delta=1e-05) [replace_one]
+    >>> len(clf.support_) <= 3
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_DPSparseBase._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        n_nonzero_coefs=None,
+        solver="auto",
+        fit_intercept=True,
+        feature_bound=1.0,
+        clip_norm="auto",
+        bound_budget_fraction=0.1,
+        classes=None,
+        learning_rate=None,
+        max_iter=None,
+        solver_options=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_nonzero_coefs = n_nonzero_coefs
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.feature_bound = feature_bound
+        self.clip_norm = clip_norm
+        self.bound_budget_fraction = bound_budget_fraction
+        self.classes = classes
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _loss(self):
+        return LogisticLoss()
+
+    def _guaranteed_public(self):
+        return self.classes is not None
+
+    def _check_params(self):
+        if self.classes is not None:
+            classes = np.unique(np.asarray(self.classes))
+            if classes.size != len(self.classes):
+                raise ValueError(f"classes must not repeat labels, got {self.classes!r}.")
+            if classes.size != 2:
+                raise ValueError(
+                    f"DPSparseLogisticRegression is binary: classes must hold exactly 2 labels, got {self.classes!r} "
+                    "(no sparse solver's proof covers the multinomial loss)."
+                )
+        return super()._check_params()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, privacy_ledger=None):
+        """Fit the sparse classifier with differential privacy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        privacy_ledger : PrivacyLedger or None, default=None
+
+        Returns
+        -------
+        self : object
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
+        check_classification_targets(y)
+        derived = self.classes is None
+        if derived:
+            classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError(
+                    "This solver needs samples of at least 2 classes in the data, but the data contains only "
+                    f"one class: {classes[0]!r}."
+                )
+            if classes.size > 2:
+                raise ValueError(
+                    f"DPSparseLogisticRegression is binary, but y has {classes.size} classes "
+                    "(no sparse solver's proof covers the multinomial loss)."
+                )
+            _warn_derived("classes", classes.tolist())
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+        self.classes_ = classes
+        y_enc = np.where(y == classes[1], 1.0, -1.0)
+        return self._fit_sparse(X, y_enc, 0.0, privacy_ledger, data_derived=derived)
+
+    def decision_function(self, X):
+        """Signed scores of the positive class, shape (n_samples,)."""
+        return self._decision(X)
+
+    def predict_proba(self, X):
+        """Class probabilities ``[1 - sigmoid(z), sigmoid(z)]``."""
+        p1 = special.expit(self.decision_function(X))
+        return np.column_stack([1 - p1, p1])
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        z = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0, z), -np.logaddexp(0, -z)])
+
+    def predict(self, X):
+        """Predicted class labels."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True
+        tags.classifier_tags.multi_class = False
+        return tags
