@@ -543,8 +543,8 @@ class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
                 )
             if classes.size > 2:
                 raise ValueError(
-                    f"DPSparseLogisticRegression is binary, but y has {classes.size} classes "
-                    "(no sparse solver's proof covers the multinomial loss)."
+                    f"Only binary classification is supported. DPSparseLogisticRegression got {classes.size} "
+                    "classes (no sparse solver's proof covers the multinomial loss)."
                 )
             _warn_derived("classes", classes.tolist())
         else:
@@ -572,7 +572,8 @@ class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
 
     def predict(self, X):
         """Predicted class labels."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        z = self.decision_function(X)
+        return self.classes_[(z > 0).astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
