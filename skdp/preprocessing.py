@@ -274,8 +274,7 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
         assign(scale)
         events = []
         for st in steps:
-            ev = (st.planned_events(n_samples, n_features) if isinstance(st, DPStandardScaler)
-                  else st.planned_events(n_samples))
+            ev = st.planned_events(n_samples, n_features)
             if ev is None:
                 return math.inf
             events.extend(ev)

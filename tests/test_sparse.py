@@ -403,3 +403,13 @@ def test_sparse_audit_detects_under_noised_solver(solver, monkeypatch):
     s0, s1 = _sparse_scores(_sparse_make(solver))
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb > CLAIM, f"{solver}: the test did not detect an under-noised solver ({eps_lb:.3f})"
+
+
+def test_private_search_over_sparsity_level():
+    from skdp.model_selection import DPGridSearchCV
+
+    X, y, truth = make_sparse_regression(3000, 40, 4, random_state=0)
+    search = DPGridSearchCV(DPSparseLinearRegression(label_bound=4.0, random_state=0), {"n_nonzero_coefs": [2, 4, 8]},
+                            epsilon=2.0, delta=1e-5, random_state=0).fit(X, y)
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+    assert np.count_nonzero(search.best_estimator_.coef_) <= search.best_params_["n_nonzero_coefs"]

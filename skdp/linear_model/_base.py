@@ -115,8 +115,11 @@ class DPLinearModel(BaseEstimator):
         """(loss, n_outputs, label_bound, coef_norm) from public parameters, or None."""
         raise NotImplementedError
 
-    def planned_events(self, n_samples):
+    def planned_events(self, n_samples, n_features=None):
         """The privacy events a fit on ``n_samples`` rows will release, without any data.
+
+        ``n_features`` is accepted for a uniform signature across skdp
+        estimators; these models' noise does not depend on it.
 
         Every skdp solver's noise depends only on public quantities (``n``, the
         bounds, the schedule), so a fit's cost is known before the data is

@@ -9,7 +9,7 @@ from scipy import special
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..bounds import bound_labels, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
@@ -115,8 +115,11 @@ class _DPSparseBase(BaseEstimator):
             verbose=self.verbose, n_samples=n, n_features=p,
         )
 
-    def planned_events(self, n_samples, n_features):
+    def planned_events(self, n_samples, n_features=None):
         """The events a fit on an ``(n_samples, n_features)`` array releases, without any data.
+
+        ``n_features`` may be omitted when ``n_nonzero_coefs`` is set (the
+        sparsity level, not the dimension, enters the noise).
 
         Every noise scale is a function of public quantities only. With
         ``clip_norm="auto"`` the clip norm is chosen privately during the fit
@@ -128,6 +131,13 @@ class _DPSparseBase(BaseEstimator):
         solver = self._check_params()
         if not self._guaranteed_public():
             return None
+        if n_features is None:
+            if self.n_nonzero_coefs is None:
+                raise ValueError(
+                    "planned_events needs n_features when n_nonzero_coefs=None (the default sparsity "
+                    "level is a share of the features)."
+                )
+            n_features = int(self.n_nonzero_coefs)
         budget, pre = self._budgets(solver)
         problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
         return pre + solver.plan(problem, budget)

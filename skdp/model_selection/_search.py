@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import _num_samples, check_is_fitted, indexable
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, indexable
 
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
@@ -21,8 +21,11 @@ __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
 _BUDGET_PARAMS = ("epsilon", "delta", "random_state")
 
 
-def planned_events_of(estimator, n_samples):
+def planned_events_of(estimator, n_samples, n_features=None):
     """Events a fit of ``estimator`` (an skdp estimator or a Pipeline of them) on ``n_samples`` rows releases.
+
+    ``n_features`` is needed by steps whose schedule depends on it (a sparse
+    model with ``n_nonzero_coefs=None``, a scaler).
 
     Returns ``None`` if some DP step has no finite guarantee; raises
     ``TypeError`` if the estimator contains no skdp step at all.
@@ -32,7 +35,7 @@ def planned_events_of(estimator, n_samples):
         raise TypeError(f"{type(estimator).__name__} contains no skdp estimator; nothing to price.")
     events = []
     for s in steps:
-        ev = s.planned_events(n_samples)
+        ev = s.planned_events(n_samples, n_features)
         if ev is None:
             return None
         events.extend(ev)
@@ -77,6 +80,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     cv = check_cv(search.cv, y, classifier=is_classifier(search.estimator))
     sizes = [len(train) for train, _ in cv.split(X, y)]
     n = _num_samples(X)
+    nf = _num_features(X)
     base = search.estimator
     if delta is None:
         delta = _find_delta(base)
@@ -84,7 +88,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     for params in candidates:
         est = clone(base).set_params(**params)
         for m in sizes:
-            ev = planned_events_of(est, m)
+            ev = planned_events_of(est, m, nf)
             if ev is None:
                 return PrivacyBudget(math.inf, delta)
             events.extend(ev)
@@ -95,7 +99,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     refits = [search.best_params_] if hasattr(search, "best_params_") else candidates
     costs = []
     for params in refits:
-        ev = planned_events_of(clone(base).set_params(**params), n)
+        ev = planned_events_of(clone(base).set_params(**params), n, nf)
         if ev is None:
             return PrivacyBudget(math.inf, delta)
         costs.append(price(events + ev, delta).budget)
@@ -221,7 +225,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 )
         return cands
 
-    def _allocate(self, cands, n_train):
+    def _allocate(self, cands, n_train, n_features=None):
         """Largest per-candidate epsilon whose composition the accountant prices <= epsilon."""
         k = len(cands)
         d_c = self.delta / k
@@ -231,7 +235,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             for params in cands:
                 est = clone(self.estimator).set_params(**params)
                 _set_budget(est, eps_c, d_c, None)
-                ev = planned_events_of(est, n_train)
+                ev = planned_events_of(est, n_train, n_features)
                 if ev is None:
                     raise ValueError(
                         "Every candidate needs public bounds (data_norm, classes / label_bound) "
@@ -283,7 +287,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:
             raise ValueError("validation_fraction leaves no training rows.")
-        eps_c, d_c = self._allocate(cands, n - n_val)
+        eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X))
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
         if ledger is not None:
             ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})")

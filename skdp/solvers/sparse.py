@@ -30,7 +30,6 @@ from scipy import linalg
 from ..losses import clipped_mean_gradient
 from ..penalties import L2Penalty, hard_threshold
 from ..privacy import (
-    ApproxDPEvent,
     BoundedRangeEvent,
     GaussianEvent,
     LaplaceEvent,
