@@ -251,6 +251,8 @@ def test_two_stage_support_size_events_and_label_bound():
     assert est.privacy_spent_.epsilon <= 2.0 + 1e-9
     with pytest.raises(ValueError, match="label_bound"):
         DPSparseLinearRegression(solver="two_stage").fit(X, y)
+    with pytest.raises(ValueError, match="n_blocks"):
+        DPSparseLinearRegression(solver="two_stage", label_bound=3.0, solver_options={"n_blocks": 10**6}).fit(X, y)
 
 
 # -- estimators -----------------------------------------------------------------------------

@@ -530,7 +530,11 @@ class TwoStage(_SparseSolver):
 
     def n_blocks(self, problem):
         k = problem.options.get("n_blocks")
-        return int(k) if k is not None else max(1, int(math.isqrt(problem.n)))
+        if k is None:
+            return max(1, int(math.isqrt(problem.n)))
+        if isinstance(k, bool) or int(k) != k or not 1 <= k <= problem.n:
+            raise ValueError(f"n_blocks must be an integer in [1, n_samples={problem.n}], got {k!r}.")
+        return int(k)
 
     def _split(self, budget):
         return PrivacyBudget(budget.epsilon / 2, 0.0), PrivacyBudget(budget.epsilon / 2, budget.delta)
