@@ -34,6 +34,7 @@ __all__ = [
     "public_label_range",
     "row_norms",
     "append_intercept_column",
+    "clip_features",
 ]
 
 
@@ -188,3 +189,20 @@ def bound_labels(y, label_bound, fit_intercept):
         derived = True
     n_clipped = int(np.count_nonzero((y < low) | (y > high)))
     return np.clip(y, low, high) - centre, centre, bound, n_clipped, derived
+
+
+def clip_features(X, bound):
+    """Clip every entry to ``[-bound, bound]`` (an L-infinity row bound, as the sparse solvers use).
+
+    Returns the clipped float64 copy and the number of rows touched. The
+    caller's array is never modified; CSR input stays CSR (zeros are in range).
+    """
+    if sp.issparse(X):
+        Xc = X.astype(np.float64, copy=True).tocsr()
+        over = np.abs(Xc.data) > bound
+        rows = np.unique(np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))[over])
+        np.clip(Xc.data, -bound, bound, out=Xc.data)
+        return Xc, int(rows.size)
+    X = np.asarray(X, dtype=np.float64)
+    n_rows = int(np.count_nonzero(np.any(np.abs(X) > bound, axis=1)))
+    return np.clip(X, -bound, bound), n_rows

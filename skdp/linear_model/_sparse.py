@@ -4,14 +4,13 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy import special
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..bounds import bound_labels, public_label_range
+from ..bounds import append_intercept_column, bound_labels, clip_features, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
 from ..solvers import SOLVERS, get_solver
@@ -21,29 +20,6 @@ from ._base import _make_rng, _warn_derived
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
 _SPARSE_SOLVERS = {n for n, s in SOLVERS.items() if s.constraint == "l0"}
-
-
-def clip_features(X, bound):
-    """Clip every entry to ``[-bound, bound]``; returns (clipped copy, number of rows touched).
-
-    The caller's array is never modified. CSR input stays CSR (zeros are in range).
-    """
-    if sp.issparse(X):
-        Xc = X.astype(np.float64, copy=True).tocsr()
-        over = np.abs(Xc.data) > bound
-        rows = np.unique(np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))[over])
-        np.clip(Xc.data, -bound, bound, out=Xc.data)
-        return Xc, int(rows.size)
-    X = np.asarray(X, dtype=np.float64)
-    n_rows = int(np.count_nonzero(np.any(np.abs(X) > bound, axis=1)))
-    return np.clip(X, -bound, bound), n_rows
-
-
-def _append_column(X, value):
-    n = X.shape[0]
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(np.full((n, 1), value))], format="csr")
-    return np.hstack([X, np.full((n, 1), value)])
 
 
 class _DPSparseBase(BaseEstimator):
@@ -156,25 +132,19 @@ class _DPSparseBase(BaseEstimator):
         K = float(self.feature_bound)
         Xc, n_clipped = clip_features(X, K)
         if self.fit_intercept:
-            Xc = _append_column(Xc, K)
+            Xc = append_intercept_column(Xc, K)
         rng = _make_rng(self.random_state)
         budget, pre_events = self._budgets(solver)
-        loss = self._loss()
-        clip = None
+        problem = self._problem(solver, n, d, X=Xc, y=y_enc)
         if solver.clip_order is not None:
             if self._auto_clip(solver):
                 # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row)
-                if sp.issparse(Xc):
-                    norms = (np.sqrt(np.asarray(Xc.multiply(Xc).sum(axis=1)).ravel()) if solver.clip_order == 2
-                             else np.asarray(abs(Xc).max(axis=1).toarray()).ravel())
-                else:
-                    norms = np.linalg.norm(Xc, ord=solver.clip_order, axis=1)
-                g0 = np.abs(loss.derivative(np.zeros(n), y_enc)) * norms
-                clip, event = private_quantile(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
+                g0 = np.abs(problem.loss.derivative(np.zeros(n), y_enc)) * problem.row_norms()
+                problem.clip, event = private_quantile(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
                 pre_events = [event]
             else:
-                clip = float(self.clip_norm)
-        problem = self._problem(solver, n, d, X=Xc, y=y_enc, clip=clip)
+                problem.clip = float(self.clip_norm)
+        clip = problem.clip
         result = solver.solve(problem, budget, rng)
         events = pre_events + list(result.events)
         report = price(events, self.delta)

@@ -89,7 +89,8 @@ class SparseProblem:
     def p(self):
         return self.X.shape[1] if self.X is not None else int(self.n_features)
 
-    def _norms(self):
+    def row_norms(self):
+        """Norms of the rows of ``X`` in the ``clip_order`` norm (cached)."""
         key = ("_norms", self.clip_order)
         cache = self.__dict__.setdefault("_cache", {})
         if key not in cache:
@@ -108,7 +109,7 @@ class SparseProblem:
 
     def mean_gradient(self, coef):
         """Mean of the per-example gradients, each clipped to ``clip`` in the ``clip_order`` norm."""
-        norms = self._norms() if self.clip is not None else None
+        norms = self.row_norms() if self.clip is not None else None
         return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.clip)
 
     def default_learning_rate(self):
