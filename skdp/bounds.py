@@ -35,6 +35,7 @@ __all__ = [
     "row_norms",
     "append_intercept_column",
     "clip_features",
+    "check_label_bound",
 ]
 
 
@@ -206,3 +207,19 @@ def clip_features(X, bound):
     X = np.asarray(X, dtype=np.float64)
     n_rows = int(np.count_nonzero(np.any(np.abs(X) > bound, axis=1)))
     return np.clip(X, -bound, bound), n_rows
+
+
+def check_label_bound(label_bound):
+    """Validate a public ``label_bound`` (``None``, ``B > 0`` or ``(low, high)``) before any data is read."""
+    lb = label_bound
+    if lb is None:
+        return
+    if np.ndim(lb) == 0:
+        if not math.isfinite(lb):
+            raise ValueError(f"label_bound must be finite, got {lb!r}.")
+        return
+    arr = np.asarray(lb, dtype=float) if np.ndim(lb) == 1 else None
+    if arr is None or arr.shape != (2,) or not np.all(np.isfinite(arr)) or not arr[0] < arr[1]:
+        raise ValueError(
+            f"label_bound must be a positive number B or a pair (low, high) with low < high, got {lb!r}."
+        )

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..bounds import bound_labels, public_label_range
+from ..bounds import bound_labels, check_label_bound, public_label_range
 from ..losses import SquaredLoss
 from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
 from ._base import DPLinearModel, _make_rng
@@ -193,19 +193,8 @@ class DPRidge(RegressorMixin, DPLinearModel):
         return (centre - half, centre + half), [ev1, ev2]
 
     def _check_label_bound(self):
-        lb = self.label_bound
-        if _is_auto(lb):
-            return
-        if lb is None or np.ndim(lb) == 0:
-            if lb is not None and not math.isfinite(lb):
-                raise ValueError(f"label_bound must be finite, got {lb!r}.")
-            return
-        arr = np.asarray(lb, dtype=float) if np.ndim(lb) == 1 else None
-        if arr is None or arr.shape != (2,) or not np.all(np.isfinite(arr)) or not arr[0] < arr[1]:
-            raise ValueError(
-                f"label_bound must be a positive number B or a pair (low, high) with low < high, "
-                f"got {lb!r}."
-            )
+        if not _is_auto(self.label_bound):
+            check_label_bound(self.label_bound)
 
     def _coef_ball(self, bound):
         return float(self.coef_norm) if self.coef_norm is not None else bound / math.sqrt(self.alpha)

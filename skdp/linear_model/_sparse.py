@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..bounds import append_intercept_column, bound_labels, clip_features, public_label_range
+from ..bounds import append_intercept_column, bound_labels, check_label_bound, clip_features, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
 from ..solvers import SOLVERS, get_solver
@@ -345,16 +345,7 @@ class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
 
     def _check_params(self):
         lb = self.label_bound
-        if lb is not None:
-            if np.ndim(lb) == 0:
-                if not math.isfinite(lb):
-                    raise ValueError(f"label_bound must be finite, got {lb!r}.")
-            else:
-                arr = np.asarray(lb, dtype=float) if np.ndim(lb) == 1 else None
-                if arr is None or arr.shape != (2,) or not np.all(np.isfinite(arr)) or not arr[0] < arr[1]:
-                    raise ValueError(
-                        f"label_bound must be a positive number B or a pair (low, high) with low < high, got {lb!r}."
-                    )
+        check_label_bound(lb)
         solver = super()._check_params()
         if solver.name == "two_stage" and lb is None:
             raise ValueError(
