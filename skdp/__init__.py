@@ -8,7 +8,7 @@ the solver actually released.
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
 from . import datasets
-from .linear_model import DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
+from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
 from .preprocessing import DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
@@ -16,6 +16,8 @@ from .solvers import list_solvers
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DPLasso",
+    "DPLinearSVC",
     "DPLogisticRegression",
     "DPRidge",
     "DPSparseLinearRegression",

@@ -192,21 +192,30 @@ def bound_labels(y, label_bound, fit_intercept):
     return np.clip(y, low, high) - centre, centre, bound, n_clipped, derived
 
 
-def clip_features(X, bound):
+def clip_features(X, bound, intercept=None):
     """Clip every entry to ``[-bound, bound]`` (an L-infinity row bound, as the sparse solvers use).
 
     Returns the clipped float64 copy and the number of rows touched. The
     caller's array is never modified; CSR input stays CSR (zeros are in range).
+    With ``intercept`` set, a constant column of that value is appended in the
+    same pass (dense input: one allocation, no second copy).
     """
     if sp.issparse(X):
         Xc = X.astype(np.float64, copy=True).tocsr()
         over = np.abs(Xc.data) > bound
         rows = np.unique(np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))[over])
         np.clip(Xc.data, -bound, bound, out=Xc.data)
+        if intercept is not None:
+            Xc = append_intercept_column(Xc, intercept)
         return Xc, int(rows.size)
-    X = np.asarray(X, dtype=np.float64)
-    n_rows = int(np.count_nonzero(np.any(np.abs(X) > bound, axis=1)))
-    return np.clip(X, -bound, bound), n_rows
+    X = np.asarray(X)
+    n_rows = int(np.count_nonzero((X.max(axis=1, initial=-np.inf) > bound) | (X.min(axis=1, initial=np.inf) < -bound)))
+    d = X.shape[1]
+    out = np.empty((X.shape[0], d + (intercept is not None)), dtype=np.float64)
+    np.clip(X, -bound, bound, out=out[:, :d])
+    if intercept is not None:
+        out[:, d] = float(intercept)
+    return out, n_rows
 
 
 def check_label_bound(label_bound):

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "clipped_mean_gradient"]
+__all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clipped_mean_gradient"]
 
 
 class _GLMLoss:
@@ -143,6 +143,49 @@ class SquaredLoss(_GLMLoss):
 
     def curvature_at(self, Z, y):
         return np.ones_like(Z)
+
+
+class HingeLoss(_GLMLoss):
+    """Hinge loss ``max(0, 1 - y z)`` with ``y`` in {-1, +1} (linear SVM).
+
+    Convex and ``K``-Lipschitz but not smooth: ``derivative`` returns a
+    subgradient. Solvers whose proofs need smoothness refuse it; ``noisy_sgd``
+    (privacy needs no smoothness) and ``nsgd_moreau`` (which smooths it) take it.
+    """
+
+    name = "hinge"
+    curvature = math.inf
+
+    def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
+        return 1.0
+
+    def initial_derivative_bound(self, label_bound=None):
+        return 1.0
+
+    def value(self, Z, y):
+        return np.maximum(0.0, 1.0 - y * Z)
+
+    def derivative(self, Z, y):
+        return np.where(y * Z < 1.0, -y, 0.0)
+
+
+def moreau_hinge_derivative(Z, y, sq_norms, beta):
+    """Scalar ``c_i`` with ``grad f_beta(w; x_i) = c_i y_i x_i`` for the hinge loss's Moreau envelope.
+
+    ``seed003_private_sco.md`` section 6.2 (unconstrained envelope, closed
+    form): with ``u0 = y <w, x>`` and ``tau = ||x||^2 / beta``, ``c = -1`` if
+    ``u0 < 1 - tau``, ``(u0 - 1)/tau`` on ``[1 - tau, 1]`` and ``0`` above; so
+    ``|c| <= 1`` and the envelope gradient has norm ``<= ||x||`` (it is a
+    subgradient of the hinge at the prox point). Rows with ``x = 0`` get 0.
+    Returns the derivative with respect to ``z`` (``c * y``).
+    """
+    u0 = y * Z
+    tau = np.asarray(sq_norms, dtype=float) / float(beta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mid = np.where(tau > 0, (u0 - 1.0) / np.where(tau > 0, tau, 1.0), 0.0)
+    c = np.where(u0 > 1.0, 0.0, np.where(u0 < 1.0 - tau, -1.0, mid))
+    c = np.clip(c, -1.0, 0.0)
+    return c * y
 
 
 def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None):

@@ -6,9 +6,11 @@ bounds assume it (``seed002_output_perturbation.md`` section 1.5, reviewer
 correction; ``../shared/algorithms/README.md``, decisions).
 """
 
+import math
+
 import numpy as np
 
-__all__ = ["L2Penalty", "project_l2_ball", "hard_threshold"]
+__all__ = ["L2Penalty", "NormBall", "project_l1_ball", "project_l2_ball", "hard_threshold"]
 
 
 def project_l2_ball(w, radius):
@@ -77,3 +79,96 @@ def hard_threshold(v, s, free=None):
     out[keep] = v[keep]
     out[free] = v[free]
     return out
+
+
+def project_l1_ball(w, radius):
+    """Euclidean projection onto ``{||w||_1 <= radius}`` (Duchi et al. 2008, sort-based).
+
+    ``seed000_dp_erm_revisited.md`` section H (``project_l1_ball``). O(p log p).
+    """
+    w = np.asarray(w, dtype=float)
+    a = np.abs(w)
+    if a.sum() <= radius:
+        return w.copy()
+    u = np.sort(a)[::-1]
+    css = np.cumsum(u)
+    k = np.arange(1, u.size + 1)
+    rho = np.nonzero(u * k > css - radius)[0][-1]
+    theta = (css[rho] - radius) / (rho + 1.0)
+    return np.sign(w) * np.maximum(a - theta, 0.0)
+
+
+class NormBall:
+    """The constraint set ``{||w||_p <= radius}`` for ``p`` in ``[1, 2]``.
+
+    Used by the constrained solvers only through public operations: the
+    Euclidean projection (``p`` in {1, 2}), the linear minimisation oracle over
+    the ball, the dual norm ``q = p/(p-1)`` and the diameter ``2 radius``
+    (``seed001_noneuclidean_sco.md``, common notation and B3 "LMO for the l_p
+    ball"). For ``p = 1`` the ball is the polytope with the ``2 d`` vertices
+    ``+-radius e_j``.
+
+    Parameters
+    ----------
+    p : float in [1, 2]
+    radius : float > 0
+    """
+
+    def __init__(self, p, radius):
+        p = float(p)
+        if not 1.0 <= p <= 2.0:
+            raise ValueError(f"p must be in [1, 2], got {p!r}.")
+        if not (math.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a positive finite number, got {radius!r}.")
+        self.p = p
+        self.radius = float(radius)
+
+    @property
+    def q(self):
+        """Dual exponent ``p/(p - 1)`` (``inf`` for ``p = 1``)."""
+        return math.inf if self.p == 1.0 else self.p / (self.p - 1.0)
+
+    @property
+    def diameter(self):
+        """Diameter ``D = 2 radius`` in the ball's own norm."""
+        return 2.0 * self.radius
+
+    def norm(self, w):
+        return float(np.linalg.norm(np.ravel(w), ord=self.p))
+
+    def dual_norm(self, g):
+        return float(np.linalg.norm(np.ravel(g), ord=self.q))
+
+    def contains(self, w, rtol=1e-12):
+        return self.norm(w) <= self.radius * (1.0 + rtol)
+
+    def project(self, w):
+        """Euclidean projection (implemented for ``p`` in {1, 2})."""
+        if self.p == 2.0:
+            return project_l2_ball(np.asarray(w, dtype=float), self.radius)
+        if self.p == 1.0:
+            return project_l1_ball(w, self.radius)
+        raise NotImplementedError("Euclidean projection onto an l_p ball with 1 < p < 2 is not needed by any solver.")
+
+    def lmo(self, g):
+        """``argmin_{||w||_p <= radius} <g, w>``; ``<g, w> = -radius ||g||_q``.
+
+        ``w = -radius sign(g) |g|^(q-1) / ||g||_q^(q-1)``, computed after
+        dividing ``g`` by ``max |g_j|`` so that large ``q`` does not overflow.
+        For ``p = 1`` the vertex ``-radius sign(g_j) e_j`` at ``j = argmax |g_j|``.
+        """
+        g = np.asarray(g, dtype=float)
+        w = np.zeros_like(g)
+        top = float(np.max(np.abs(g))) if g.size else 0.0
+        if top == 0.0:
+            return w
+        if self.p == 1.0:
+            j = int(np.argmax(np.abs(g)))
+            w[j] = -self.radius * np.sign(g[j])
+            return w
+        h = g / top
+        if self.p == 2.0:
+            return -self.radius * h / np.linalg.norm(h)
+        q = self.q
+        mag = np.abs(h) ** (q - 1.0)
+        return -self.radius * np.sign(h) * mag / np.linalg.norm(h, ord=q) ** (q - 1.0)

@@ -17,3 +17,21 @@ ESTIMATORS = [DPLogisticRegression(solver=s, random_state=0) for s in SOLVERS] +
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# The issue-4 solvers, on every estimator whose loss they support.
+from skdp import DPLasso, DPLinearSVC  # noqa: E402
+
+NEW_ESTIMATORS = (
+    [DPLogisticRegression(solver=s, random_state=0) for s in
+     ["noisy_sfw", "noisy_sfw_lp", "dp_accmd", "phased_sgd", "noisy_sgd", "dp_svrg_pp", "obj_pert_svrg"]]
+    + [DPRidge(solver=s, random_state=0) for s in
+       ["noisy_sfw", "noisy_sfw_lp", "dp_accmd", "phased_sgd", "noisy_sgd", "dp_svrg_pp"]]
+    + [DPLasso(solver=s, label_bound=5.0, random_state=0) for s in ["noisy_sfw", "dp_accmd"]]
+    + [DPLinearSVC(solver=s, random_state=0) for s in ["nsgd_moreau", "noisy_sgd"]]
+)
+
+
+@parametrize_with_checks(NEW_ESTIMATORS)
+def test_sklearn_compatible_new_solvers(estimator, check):
+    check(estimator)

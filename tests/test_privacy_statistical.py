@@ -47,9 +47,11 @@ def empirical_epsilon_lower_bound(s0, s1, delta=DELTA, level=0.025):
                 vals.append(math.log((1 - delta - y) / x))
         return max(vals + [0.0])
 
-    # choose the threshold on the first halves, evaluate once on the second halves
-    t_best = max(cands, key=lambda t: eps_at(t0, t1, t))
-    return eps_at(e0, e1, t_best)
+    # choose the threshold and the orientation (which world scores higher) on the first
+    # halves, evaluate once on the second halves
+    choices = [(t, sgn) for t in cands for sgn in (1.0, -1.0)]
+    t_best, sgn = max(choices, key=lambda c: eps_at(c[1] * t0, c[1] * t1, c[1] * c[0]))
+    return eps_at(sgn * e0, sgn * e1, sgn * t_best)
 
 
 def _worlds(kind):

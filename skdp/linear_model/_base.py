@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
 
 from ..bounds import bound_features, row_norms
 from ..exceptions import PrivacyLeakWarning
@@ -44,6 +44,7 @@ class DPLinearModel(BaseEstimator):
         "data_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "solver_options": [dict, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -57,6 +58,10 @@ class DPLinearModel(BaseEstimator):
     # -- hooks ---------------------------------------------------------------------------
     def _auto_solver(self, loss_name):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _clip_mode(self, solver):
+        """Per-example gradient clipping used with ``solver`` (see ``_problem``)."""
+        return "initial"
 
     # -- shared steps --------------------------------------------------------------------
     def _check_privacy_params(self):
@@ -78,7 +83,15 @@ class DPLinearModel(BaseEstimator):
         name = self._auto_solver(loss_name) if self.solver == "auto" else self.solver
         solver = get_solver(name)
         solver.check(loss_name, self.delta, self.alpha)
+        solver.check_options(self.solver_options)
+        if solver.geometry is not None:
+            solver.make_constraint(self.solver_options or {}, 1.0)  # validates p / geometry
+            self._constraint_radius(solver, getattr(self, "coef_norm", None))
         return solver
+
+    def _constraint_radius(self, solver, coef_norm):
+        """Radius of a constrained solver's ball (``coef_norm``, in the solver's own norm)."""
+        return coef_norm
 
     def _validate_X(self, X, reset):
         return validate_data(
@@ -86,8 +99,12 @@ class DPLinearModel(BaseEstimator):
         )
 
     def _problem(self, n, loss, n_outputs, data_norm, *, X=None, y=None, norms=None, label_bound=None,
-                 coef_norm=None, clip_norm=None):
+                 coef_norm=None, clip_norm=None, solver=None, n_features=None, inf_norm_bound=None):
         """The solver's problem; data-free (``X=None``) when used for planning."""
+        constraint = None
+        if solver is not None and solver.geometry is not None:
+            coef_norm = self._constraint_radius(solver, coef_norm)
+            constraint = solver.make_constraint(self.solver_options or {}, coef_norm)
         if clip_norm == "initial":
             # Clip per-example gradients at their largest possible norm at the
             # starting point w = 0 (K/2 logistic, K sqrt(1 - 1/k) multinomial,
@@ -109,6 +126,10 @@ class DPLinearModel(BaseEstimator):
             verbose=self.verbose,
             clip_norm=clip_norm,
             n_samples=n,
+            n_features=n_features,
+            constraint=constraint,
+            inf_norm_bound=inf_norm_bound,
+            options=dict(self.solver_options or {}),
         )
 
     def _public_spec(self):  # pragma: no cover - abstract
@@ -118,8 +139,9 @@ class DPLinearModel(BaseEstimator):
     def planned_events(self, n_samples, n_features=None):
         """The privacy events a fit on ``n_samples`` rows will release, without any data.
 
-        ``n_features`` is accepted for a uniform signature across skdp
-        estimators; these models' noise does not depend on it.
+        ``n_features`` is needed by the solvers whose schedule depends on the
+        dimension (``noisy_sfw``, ``noisy_sgd``, ``nsgd_moreau``, ``phased_sgd``);
+        the others ignore it.
 
         Every skdp solver's noise depends only on public quantities (``n``, the
         bounds, the schedule), so a fit's cost is known before the data is
@@ -138,8 +160,9 @@ class DPLinearModel(BaseEstimator):
         # With data_norm="auto" the bound is chosen privately during the fit; every
         # noise scale is proportional to it, so the events priced with K = 1 cost the same.
         K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
-        problem = self._problem(int(n_samples), loss, n_outputs, K,
-                                label_bound=label_bound, coef_norm=coef_norm, clip_norm="initial")
+        p = None if n_features is None else int(n_features) + int(self.fit_intercept)
+        problem = self._problem(int(n_samples), loss, n_outputs, K, label_bound=label_bound,
+                                coef_norm=coef_norm, clip_norm=self._clip_mode(solver), solver=solver, n_features=p)
         return pre + solver.plan(problem, budget)
 
     def _n_auto_selections(self):
@@ -173,7 +196,7 @@ class DPLinearModel(BaseEstimator):
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
         if ledger is None:
             return None
-        planned = self.planned_events(_num_samples(X))
+        planned = self.planned_events(_num_samples(X), _num_features(X))
         ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})")
         return planned
 
@@ -196,7 +219,7 @@ class DPLinearModel(BaseEstimator):
         problem = self._problem(
             X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
-            clip_norm=clip_norm,
+            clip_norm=clip_norm, solver=solver,
         )
         result = solver.solve(problem, budget, rng)
         events = pre_events + list(result.events)

@@ -1,12 +1,17 @@
 """DPLogisticRegression."""
 
+import math
+from numbers import Real
+
 import numpy as np
 from scipy import special
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
+from ..solvers import get_solver
 from ._base import DPLinearModel, _warn_derived
 
 __all__ = ["DPLogisticRegression"]
@@ -69,9 +74,22 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         is read in the clear, so there is no ``PrivacyLeakWarning``.
     classes : array-like or None, default=None
         The public set of class labels. Labels outside it raise an error.
+    coef_norm : float or None, default=None
+        Radius of the coefficient ball of the constrained solvers, in the
+        solver's own norm: L1 for ``noisy_sfw`` and ``dp_accmd`` (``"l1"``
+        geometry), l_p for ``noisy_sfw_lp``, L2 for ``noisy_sgd``,
+        ``phased_sgd`` and ``dp_accmd`` with ``geometry="l2"``. Public: never
+        tune it on the private data without paying for it. ``None`` uses
+        ``sqrt(2 ln 2 / alpha)``, which bounds the L2 norm of the penalised
+        optimum (``alpha/2 ||w||^2 <= loss(0) = ln 2``); it then needs
+        ``alpha > 0``. Unconstrained solvers ignore it.
     max_iter : int or None, default=None
         Iterations (epochs for ``dp_svrg``); ``None`` uses the solver's default.
         Fixed in advance: no solver stops early.
+    solver_options : dict or None, default=None
+        Solver-specific settings, validated against the solver's
+        ``option_keys`` (see :func:`skdp.list_solvers`), e.g.
+        ``{"batch_size": 64}`` or ``{"p": 1.5}`` for ``noisy_sfw_lp``.
     random_state : int, RandomState instance or None, default=None
         Seeds the noise. ``None`` draws fresh OS entropy for every fit.
     verbose : int, default=0
@@ -128,6 +146,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
         "classes": ["array-like", None],
+        "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(
@@ -142,7 +161,9 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         data_norm="auto",
         bound_budget_fraction=0.2,
         classes=None,
+        coef_norm=None,
         max_iter=None,
+        solver_options=None,
         random_state=None,
         verbose=0,
     ):
@@ -155,12 +176,24 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         self.data_norm = data_norm
         self.bound_budget_fraction = bound_budget_fraction
         self.classes = classes
+        self.coef_norm = coef_norm
         self.max_iter = max_iter
+        self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
 
     def _auto_solver(self, loss_name):
         return "output_pert" if self.delta == 0 else "dp_gd"
+
+    def _constraint_radius(self, solver, coef_norm):
+        if self.coef_norm is not None:
+            return float(self.coef_norm)
+        if not self.alpha > 0:
+            raise ValueError(
+                f"solver={solver.name!r} constrains the coefficients to a ball: set coef_norm, or alpha > 0 "
+                "for the default radius sqrt(2 ln 2 / alpha)."
+            )
+        return math.sqrt(2 * math.log(2) / self.alpha)
 
     def _public_spec(self):
         if self.classes is None:
@@ -264,4 +297,6 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         tags = super().__sklearn_tags__()
         # accuracy > 0.83 on make_blobs(n=300) is not guaranteed at epsilon=1
         tags.classifier_tags.poor_score = True
+        if self.solver != "auto" and "multinomial" not in get_solver(self.solver).losses:
+            tags.classifier_tags.multi_class = False  # e.g. the L1-ball solvers: binary only
         return tags

@@ -85,9 +85,15 @@ class DPRidge(RegressorMixin, DPLinearModel):
         from the data and voids the guarantee.
     coef_norm : float or None, default=None
         Radius ``M`` of the coefficient ball. ``None``: ``B/sqrt(alpha)``
-        where ``B`` is the (centred) label bound.
+        where ``B`` is the (centred) label bound. The constrained solvers use
+        it as the radius of their ball in their own norm (L1 for
+        ``noisy_sfw`` / ``dp_accmd``, l_p for ``noisy_sfw_lp``; see
+        :class:`DPLasso` for an L1-constrained model with a coordinate bound).
     max_iter : int or None, default=None
         Iterations / epochs; ``None`` uses the solver's default.
+    solver_options : dict or None, default=None
+        Solver-specific settings, validated against the solver's
+        ``option_keys`` (see :func:`skdp.list_solvers`).
     random_state : int, RandomState instance or None, default=None
         Seeds the noise; ``None`` draws fresh OS entropy.
     verbose : int, default=0
@@ -156,6 +162,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         label_bound=None,
         coef_norm=None,
         max_iter=None,
+        solver_options=None,
         random_state=None,
         verbose=0,
     ):
@@ -170,6 +177,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.label_bound = label_bound
         self.coef_norm = coef_norm
         self.max_iter = max_iter
+        self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
 

@@ -7,9 +7,11 @@ from .accounting import (
     DEFAULT_RDP_ORDERS,
     PrivacyReport,
     calibrate,
+    calibrate_bounded_range,
     calibrate_gaussian,
     pure_noise_scale,
     gumbel_scale,
+    generalized_gaussian_sigma,
     classic_gaussian_sigma,
     gdp_delta,
     gdp_epsilon,
@@ -38,7 +40,7 @@ from .events import (
 from .objective import objective_perturbation_gaussian, objective_perturbation_pure
 from .ledger import PrivacyLedger, active_ledger
 from .quantile import private_quantile
-from .mechanisms import gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
+from .mechanisms import generalized_gaussian_noise, gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
 
 __all__ = [
     "PrivacyBudget",
@@ -55,9 +57,12 @@ __all__ = [
     "ApproxDPEvent",
     "price",
     "calibrate",
+    "calibrate_bounded_range",
     "calibrate_gaussian",
     "pure_noise_scale",
     "gumbel_scale",
+    "generalized_gaussian_sigma",
+    "generalized_gaussian_noise",
     "private_quantile",
     "report_noisy_max",
     "objective_perturbation_gaussian",

@@ -529,6 +529,38 @@ def gumbel_scale(sensitivity, epsilon):
     return 2.0 * float(sensitivity) / float(epsilon)
 
 
+def calibrate_bounded_range(count, epsilon, delta, relation="replace_one"):
+    """Largest per-selection ``eps0`` with ``price(count x BoundedRangeEvent(eps0)) <= (epsilon, delta)``.
+
+    The exponential mechanism / Gumbel report-noisy-max is ``eps0``-bounded-range,
+    hence ``eps0^2/8``-zCDP (Cesar-Rogers 2021; ``seed001_noneuclidean_sco.md``
+    section C4 "Recommended calibration"); the accountant prices the
+    composition by the best of zCDP, RDP and basic composition, and this
+    inverts it. Used by every Frank-Wolfe solver.
+    """
+    p, _ = calibrate(lambda q: [BoundedRangeEvent(1.0 / q, int(count))], epsilon, delta,
+                     relation=relation, initial=max(1.0, count / float(epsilon)))
+    return 1.0 / p
+
+
+def generalized_gaussian_sigma(sensitivity, kappa, epsilon, delta):
+    """Scale ``sigma`` of the generalized Gaussian mechanism for ``rho*(epsilon, delta)``-zCDP.
+
+    ``seed001_noneuclidean_sco.md`` section A4: GG noise ``exp(-||x||_+^2 / (2 sigma^2))``
+    on a query whose dual-norm sensitivity is ``s`` in a ``kappa``-regular dual
+    space is ``kappa s^2 / (2 sigma^2)``-zCDP (Corollary 3.3), so
+    ``sigma = s sqrt(kappa / (2 rho*))`` with ``rho*`` the largest zCDP level the
+    accountant converts to at most ``(epsilon, delta)`` (:func:`zcdp_rho`, the
+    tight CKS20 conversion the card allows; never the naive
+    ``s sqrt(2 kappa ln(1/delta))/epsilon``, which is too small). Priced as
+    ``ZCDPEvent(rho*)``. For ``kappa = 1`` the mechanism is Gaussian.
+    """
+    if not delta > 0:
+        raise ValueError("The generalized Gaussian mechanism needs delta > 0.")
+    rho = zcdp_rho(float(epsilon), float(delta))
+    return float(sensitivity) * math.sqrt(float(kappa) / (2.0 * rho)), rho
+
+
 def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.0, rtol=1e-5, max_steps=400):
     """Smallest noise parameter ``p`` with ``price(make_events(p), delta).epsilon <= epsilon``.
 

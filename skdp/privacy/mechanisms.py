@@ -8,9 +8,11 @@ References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
 ``seed002_output_perturbation.md`` section 3.1.
 """
 
+import math
+
 import numpy as np
 
-__all__ = ["gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max"]
+__all__ = ["generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max"]
 
 
 def _shape(size):
@@ -50,3 +52,29 @@ def report_noisy_max(rng, scores, scale):
     """Index of ``argmax(scores + Gumbel(scale))``: the exponential mechanism ``P ~ exp(score/scale)``."""
     scores = np.asarray(scores, dtype=float)
     return int(np.argmax(scores + rng.gumbel(0.0, float(scale), size=scores.shape)))
+
+
+def generalized_gaussian_noise(rng, sigma, size, r=2.0):
+    """Draw from the generalized Gaussian ``GG_r(0, sigma^2)``: density prop. to ``exp(-||x||_r^2 / (2 sigma^2))``.
+
+    Exact polar sampler of ``seed001_noneuclidean_sco.md`` section A3: a
+    direction ``Y/||Y||_r`` with i.i.d. ``Y_i`` of density prop. to
+    ``exp(-|y|^r)`` (``sign * Gamma(1/r)^(1/r)``) is the cone measure on the
+    ``l_r`` sphere; the radius is an independent ``sigma * chi_d``. ``r = 2`` is
+    exactly ``N(0, sigma^2 I)``. The ``l_r`` norm is computed after dividing by
+    ``max |Y_i|`` so that large ``r`` does not overflow.
+    """
+    shape = _shape(size)
+    d = int(np.prod(shape))
+    r = float(r)
+    if r == 2.0:
+        return gaussian_noise(rng, sigma, shape)
+    while True:
+        Y = rng.gamma(1.0 / r, 1.0, size=d) ** (1.0 / r) * rng.choice([-1.0, 1.0], size=d)
+        top = np.max(np.abs(Y))
+        if top > 0:
+            break
+    h = Y / top
+    direction = h / np.linalg.norm(h, ord=r)
+    radius = float(sigma) * math.sqrt(rng.chisquare(d))
+    return (radius * direction).reshape(shape)

@@ -1,23 +1,52 @@
 """DP solvers. Each registers itself under its ``solver=`` id."""
 
 from ._base import SOLVERS, Problem, Solver, SolverResult, get_solver, register
-from . import gradient, perturbation, sparse  # noqa: F401  (registration)
+from . import constrained, gradient, perturbation, sgd, sparse  # noqa: F401  (registration)
 
 __all__ = ["SOLVERS", "Problem", "Solver", "SolverResult", "get_solver", "register", "list_solvers"]
 
 
+def _privacy_notion(s):
+    notions = []
+    if s.approx_dp:
+        notions.append("(epsilon, delta)")
+    if s.pure_dp:
+        notions.append("pure epsilon (delta=0)")
+    return " or ".join(notions) + ", replace-one"
+
+
 def list_solvers():
-    """One dict per solver: id, card, supported losses, constraint (``"l2"`` or ``"l0"``), privacy notion, summary."""
+    """The solver table: one dict per solver.
+
+    Keys: ``solver`` (the ``solver=`` id), ``source`` (paper and algorithm),
+    ``card`` (card file and section the implementation follows), ``losses``,
+    ``constraint`` (``"l2"``: L2 penalty / optional L2 ball; ``"l1"``, ``"lp"``,
+    ``"l1|l2"``: a norm ball of radius ``coef_norm``; ``"l0"``: the sparse
+    estimators), ``privacy`` (notion and neighbouring relation), ``needs_alpha``
+    (strong convexity required), ``options`` (``solver_options`` keys),
+    ``defaults`` (default hyperparameters, in words) and ``summary``.
+
+    Examples
+    --------
+    >>> from skdp import list_solvers
+    >>> row = {r["solver"]: r for r in list_solvers()}["noisy_sfw"]
+    >>> row["constraint"], row["losses"]
+    ('l1', ('logistic', 'squared'))
+    """
     rows = []
     for name, s in sorted(SOLVERS.items()):
         rows.append(
             {
                 "solver": name,
+                "source": s.source,
                 "card": s.card,
                 "losses": tuple(s.losses),
-                "constraint": s.constraint or "l2",
+                "constraint": s.constraint or s.geometry or "l2",
+                "privacy": _privacy_notion(s),
                 "pure_dp": s.pure_dp,
                 "needs_alpha": s.needs_strong_convexity,
+                "options": tuple(sorted(s.option_keys)),
+                "defaults": s.defaults,
                 "summary": s.summary,
             }
         )

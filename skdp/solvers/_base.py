@@ -1,6 +1,7 @@
 """The solver protocol: a solver gets a bounded problem, a target budget and a
 generator, and returns coefficients plus the list of events it released."""
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,15 +36,42 @@ class Problem:
 
     #: number of rows when ``X`` is ``None`` (a data-free problem used for planning)
     n_samples: int = None
+    #: number of columns (intercept included) when ``X`` is ``None``
+    n_features: int = None
+    #: constraint set of the constrained solvers (a :class:`~skdp.penalties.NormBall`), else ``None``
+    constraint: object = None
+    #: public bound on ``max_j |x_ij|`` when tighter than ``data_norm`` (coordinate clipping)
+    inf_norm_bound: float = None
 
     @property
     def n(self):
         return self.X.shape[0] if self.X is not None else int(self.n_samples)
 
     @property
+    def p(self):
+        """Number of columns (intercept column included)."""
+        if self.X is not None:
+            return self.X.shape[1]
+        if self.n_features is None:
+            raise ValueError("This solver's noise depends on the number of features; pass n_features.")
+        return int(self.n_features)
+
+    @property
     def coef_shape(self):
-        p = self.X.shape[1]
+        p = self.p
         return (p,) if self.n_outputs == 1 else (p, self.n_outputs)
+
+    def dual_feature_bound(self, q):
+        """Public bound on ``||x_i||_q`` (``q >= 2``) implied by the clipping.
+
+        ``||x||_q <= ||x||_2 <= data_norm`` for ``q >= 2``; with a coordinate
+        bound ``R`` also ``||x||_q <= R p^(1/q)`` (``R`` for ``q = inf``).
+        """
+        bound = float(self.data_norm)
+        if self.inf_norm_bound is not None:
+            r = float(self.inf_norm_bound)
+            bound = min(bound, r if math.isinf(q) else r * self.p ** (1.0 / q))
+        return bound
 
     #: per-example gradient clip norm requested by the estimator (``None``: the loss's own bound)
     clip_norm: float = None
@@ -124,11 +152,38 @@ class Solver:
     summary = ""
     #: constraint family: None (L2 penalty / ball, the dense estimators) or "l0" (sparse estimators)
     constraint = None
+    #: geometry of a constrained solver's ball: None (unconstrained / the L2 penalty's ball),
+    #: "l1", "lp" (1 < p <= 2), "l2", or "l1|l2" (either, chosen by ``solver_options["geometry"]``)
+    geometry = None
+    #: solver_options it accepts: {key: description}
+    option_keys = {}
+    #: source paper and algorithm number, for the solver table
+    source = ""
+    #: default hyperparameters, in words, for the solver table
+    defaults = ""
+
+    def check_options(self, options):
+        """Raise ``ValueError`` for ``solver_options`` keys this solver does not take."""
+        unknown = sorted(set(options or {}) - set(self.option_keys))
+        if unknown:
+            raise ValueError(
+                f"solver_options {unknown} are not used by solver={self.name!r}; it accepts "
+                f"{sorted(self.option_keys) or 'none'}."
+            )
+
+    def make_constraint(self, options, radius):
+        """The constraint set for this solver (``None`` for unconstrained solvers)."""
+        return None
 
     def check(self, loss_name, delta, alpha):
         """Raise ``ValueError`` if this solver cannot run the given setting."""
         if loss_name not in self.losses:
             ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses and s.constraint == self.constraint)
+            if loss_name == "multinomial":
+                raise ValueError(
+                    f"Only binary classification is supported by solver={self.name!r} (its proof does not "
+                    f"cover the multinomial loss); solvers that support more classes: {ok}."
+                )
             raise ValueError(
                 f"solver={self.name!r} does not support the {loss_name} loss; "
                 f"solvers that do: {ok}."

@@ -34,7 +34,7 @@ from ..privacy import (
     GaussianEvent,
     LaplaceEvent,
     PrivacyBudget,
-    calibrate,
+    calibrate_bounded_range,
     calibrate_gaussian,
     gaussian_noise,
     gumbel_scale,
@@ -224,6 +224,8 @@ class DPIGHT(_SparseSolver):
     """
 
     name = "dp_ight"
+    source = 'Wang 2021 (dissertation), ch. 2, Alg. 1'
+    defaults = "T = clip(ceil(2 ln(n eps)), 10, 100), step 1/(phi'' K^2)"
     card = "seed004_sparse_dp_ight_dpsl_kt.md, section 1 (Alg. 1), reviewer correction of 1.3"
     summary = "DP iterative gradient hard thresholding, exact Gaussian-DP calibration"
     option_keys = {}
@@ -313,6 +315,8 @@ class DPSLKT(_SparseSolver):
     """
 
     name = "dpsl_kt"
+    source = 'Wang 2021 (dissertation), ch. 3, Alg. 2 (ridge teacher)'
+    defaults = 'uniform synthetic features, ridge teacher, IGHT student'
     card = "seed004_sparse_dp_ight_dpsl_kt.md, section 3 (Alg. 2), rigorous teacher of 3.4b"
     summary = "knowledge transfer: private ridge teacher -> noisy synthetic labels -> IGHT student"
     option_keys = {
@@ -451,6 +455,8 @@ class DPFrankWolfeL1(_SparseSolver):
     """
 
     name = "dp_fw_l1"
+    source = 'Talwar, Thakurta, Zhang 2015 (baseline in Wang 2021)'
+    defaults = 'T = 2s selections, L1 radius s/K, then H_s'
     card = "seed004_sparse_dp_ight_dpsl_kt.md, section 4 (TTZ15), reviewer correction of 4.4"
     summary = "noisy Frank-Wolfe on the L1 ball with Gumbel report-noisy-max"
     pure_dp = True
@@ -466,9 +472,7 @@ class DPFrankWolfeL1(_SparseSolver):
 
     def selection_epsilon(self, problem, budget, T):
         """Per-selection ``eps0``: largest with ``price(T x BoundedRange(eps0)) <= budget``."""
-        p, _ = calibrate(lambda q: [BoundedRangeEvent(1.0 / q, T)], budget.epsilon, budget.delta,
-                         relation=budget.relation, initial=T / budget.epsilon)
-        return 1.0 / p
+        return calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation)
 
     def plan(self, problem, budget):
         T = self.steps(problem)
@@ -523,6 +527,8 @@ class TwoStage(_SparseSolver):
     """
 
     name = "two_stage"
+    source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
+    defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'
     card = "seed004_sparse_dp_ight_dpsl_kt.md, section 5 (KST12), README decision on objective perturbation"
     summary = "subsample-and-aggregate support selection + objective perturbation on the support"
     clip_order = None

@@ -1,0 +1,605 @@
+"""Solvers over a norm ball: ``noisy_sfw``, ``noisy_sfw_lp``, ``dp_accmd``, ``phased_sgd``.
+
+Each works on a :class:`~skdp.solvers.Problem` whose ``constraint`` is a
+:class:`~skdp.penalties.NormBall` of public radius ``r`` (the estimator's
+``coef_norm``, or ``DPLasso``'s ``radius``). Every sensitivity is for
+**replace-one** neighbours with ``n`` public and uses only public constants:
+the dual-norm feature bound ``R_q`` (:meth:`Problem.dual_feature_bound`), the
+per-example Lipschitz constant ``L0`` and smoothness ``L1`` in the ball's
+geometry (``seed001_noneuclidean_sco.md``, "GLM constants for the library"):
+
+* logistic: ``L0 = R_q``, ``L1 = R_q^2 / 4``;
+* squared with ``|y| <= B``: ``L0 = R_q (R_q r + B)``, ``L1 = R_q^2``.
+
+When the estimator clips per-example gradients to an L2 norm ``G``, the
+clipped GLM gradient is the exact gradient of a convex Huber-type surrogate
+with the same smoothness, whose gradients have every dual norm ``q >= 2`` at
+most ``G``; so ``L0 = min(L0, G)``. The L2 penalty ``(alpha/2)||w||^2`` is
+data-independent: it is added exactly, outside the noise, and cancels in every
+sensitivity.
+"""
+
+import math
+
+import numpy as np
+
+from ..penalties import NormBall
+from ..privacy import (
+    BoundedRangeEvent,
+    GaussianEvent,
+    ZCDPEvent,
+    calibrate_bounded_range,
+    calibrate_gaussian,
+    gaussian_noise,
+    generalized_gaussian_noise,
+    generalized_gaussian_sigma,
+    gumbel_scale,
+    report_noisy_max,
+)
+from ._base import Solver, SolverResult, register
+
+__all__ = ["NoisySFW", "NoisySFWLp", "DPAccMD", "PhasedSGD", "glm_constants", "drain_step", "gg_geometry"]
+
+
+def glm_constants(problem, ball):
+    """``(R_q, L0, L1)`` of the per-example losses in the geometry of ``ball`` (see module docstring)."""
+    q = ball.q
+    Rq = problem.dual_feature_bound(q)
+    loss = problem.loss
+    if loss.name == "squared":
+        dmax = Rq * ball.radius + float(problem.label_bound)  # |<w, x>| <= ||w||_p ||x||_q
+    else:
+        dmax = loss.derivative_bound()
+    L0 = Rq * dmax
+    if problem.clip is not None:
+        L0 = min(L0, float(problem.clip))
+    L1 = loss.curvature * Rq**2
+    return Rq, L0, L1
+
+
+def _first_batch_gradient(problem, rows):
+    """Mean clipped per-example gradient at ``w = 0`` over ``rows``, without copying them.
+
+    At ``w = 0`` every linear predictor is 0, so one product ``X^T v`` with
+    ``v`` zero outside ``rows`` gives the batch gradient (same value as
+    :meth:`Problem.mean_gradient` on the rows; cheaper than gathering half of X).
+    """
+    n = problem.n
+    v = np.zeros(n)
+    y = problem.y[rows]
+    S = problem.loss.derivative(np.zeros(rows.size), y)
+    clip = problem.clip
+    if clip is not None:
+        gn = np.abs(S) * problem.norms[rows]
+        S = S * np.minimum(1.0, clip / np.maximum(gn, 1e-300))
+    v[rows] = S
+    return np.asarray(problem.X.T @ v) / rows.size
+
+
+def _batch_gradients(problem, rows, w1, w0):
+    """Mean clipped per-example gradients over ``rows`` at ``w1`` and at ``w0`` (one gather, one product)."""
+    Xb = problem.X[rows]
+    y = problem.y[rows]
+    S = problem.loss.derivative(Xb @ np.column_stack([w1, w0]), y[:, None])
+    clip = problem.clip
+    if clip is not None:
+        gn = np.abs(S) * problem.norms[rows][:, None]
+        S = S * np.minimum(1.0, clip / np.maximum(gn, 1e-300))
+    G = np.asarray(Xb.T @ S) / rows.size
+    return G[:, 0], G[:, 1]
+
+
+class _BallSolver(Solver):
+    losses = ("logistic", "squared")
+
+    def make_constraint(self, options, radius):
+        return NormBall(self.ball_p(options or {}), radius)
+
+    def ball_p(self, options):
+        return 1.0 if self.geometry == "l1" else 2.0
+
+    def _ball(self, problem):
+        ball = problem.constraint
+        if ball is None:  # pragma: no cover - the estimators always build it
+            raise ValueError(f"solver={self.name!r} needs a constraint set (a coefficient radius).")
+        return ball
+
+    @staticmethod
+    def _grad(problem, w, rows):
+        return problem.mean_gradient(w, rows=rows, n_total=len(rows))
+
+
+# ---------------------------------------------------------------------------------------
+# noisy_sfw: polyhedral one-pass stochastic Frank-Wolfe with Gumbel report-noisy-max
+# ---------------------------------------------------------------------------------------
+@register
+class NoisySFW(_BallSolver):
+    """``noisy_sfw``: one-pass variance-reduced stochastic Frank-Wolfe over the L1 ball.
+
+    Card: ``seed001_noneuclidean_sco.md`` section C (Alg. 2, "private
+    polyhedral SFW") with the card's recommended calibration (section C4):
+    each linear-minimisation step picks a vertex ``+-r e_j`` of the L1 ball by
+    **Gumbel report-noisy-max** (the exponential mechanism, ``eps0``-bounded
+    range, hence ``eps0^2/8``-zCDP), and the ``T`` selections are composed by
+    the shared accountant; ``eps0`` is the largest value whose composition it
+    prices at the target. The paper's Laplace noise with advanced composition
+    (which overshoots ``epsilon``, card C4) is not offered.
+
+    One pass over a data-independent random permutation: the first
+    ``ceil(n/2)`` rows give the initial gradient; then each step ``t`` takes a
+    fresh disjoint mini-batch of ``b`` rows and updates the estimate
+    ``g_t = (1 - eta)(g_{t-1} + D_t) + eta G_t``, with ``G_t`` the batch
+    gradient at ``x_t`` and ``D_t`` the batch difference between ``x_t`` and
+    ``x_{t-1}`` (Eq. (6) with ``rho_t = eta``); the vertex is chosen on
+    ``g_t + alpha x_t`` and ``x_{t+1} = (1 - eta) x_t + eta v_t``; the last
+    iterate is returned. ``b = 1`` is the paper's one-sample algorithm; a
+    larger ``b`` (the default, chosen so that ``T`` is about 200) is an skdp
+    extension that keeps the vertex-selection noise the same per unit of data
+    and makes the pass vectorised. The sensitivity of Lemma 6.1, re-derived for
+    a batch of ``b`` (card C4 "tight L1-ball version", replace-one): the
+    initial vertex scores move by ``Delta_0 = 2 r L0 / |B|``; step ``t``'s by
+    ``Delta_t = r max((1 - eta)^t 2 L0 / |B|, (2/b) eta (L0 + (1 - eta) L1 D))``
+    with ``D = 2 r``, for every history. The Gumbel scale of step ``t`` is
+    ``2 Delta_t / eps0``.
+
+    Step size ``eta = ln(N / ln J) / N`` with ``N = n / b`` and ``J = 2 p``
+    vertices (card C6; ``N = n`` for ``b = 1``), capped at 1/2.
+    Smooth losses only (logistic, squared on the ball).
+
+    ``solver_options``: ``batch_size`` (``b``).
+    """
+
+    name = "noisy_sfw"
+    card = "seed001_noneuclidean_sco.md, section C (Alg. 2) with the Gumbel/zCDP calibration of C4"
+    source = "Bassily, Guzman, Nandi 2021, Alg. 2"
+    geometry = "l1"
+    summary = "one-pass variance-reduced stochastic Frank-Wolfe on the L1 ball, Gumbel report-noisy-max"
+    defaults = "b = max(1, round(n/400)) rows per step (T ~ 200 steps), eta = ln(N/ln 2p)/N, x_0 = 0"
+    option_keys = {"batch_size": "rows per Frank-Wolfe step (1 = the paper's one-sample algorithm)"}
+
+    def schedule(self, problem):
+        n = problem.n
+        first = int(math.ceil(n / 2))
+        b = problem.options.get("batch_size")
+        b = int(b) if b is not None else max(1, int(round(n / 400)))
+        if b < 1:
+            raise ValueError(f"batch_size must be >= 1, got {b!r}.")
+        b = min(b, max(1, n - first))
+        T = 1 + (n - first) // b
+        N = n / b
+        J = 2 * problem.p
+        eta = min(0.5, max(1.0, math.log(N / math.log(J)) if J > 1 and N > math.log(J) else 1.0) / N)
+        return first, b, T, eta
+
+    def sensitivities(self, problem, first, b, T, eta):
+        """Score sensitivities ``Delta_0 .. Delta_{T-1}`` (public: ``n``, bounds, schedule)."""
+        ball = self._ball(problem)
+        _, L0, L1 = glm_constants(problem, ball)
+        r, D = ball.radius, ball.diameter
+        t = np.arange(T)
+        first_part = (1 - eta) ** t * 2 * L0 / first
+        step_part = (2.0 / b) * eta * (L0 + (1 - eta) * L1 * D)
+        sens = r * np.maximum(first_part, np.where(t == 0, 0.0, step_part))
+        return sens
+
+    def plan(self, problem, budget):
+        _, _, T, _ = self.schedule(problem)
+        return [BoundedRangeEvent(calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation), T)]
+
+    def solve(self, problem, budget, rng):
+        ball = self._ball(problem)
+        n, p = problem.n, problem.p
+        first, b, T, eta = self.schedule(problem)
+        eps0 = calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation)
+        sens = self.sensitivities(problem, first, b, T, eta)
+        scales = np.array([gumbel_scale(s, eps0) for s in sens])
+        alpha = problem.penalty.alpha
+        r = ball.radius
+        order = rng.permutation(n)
+        x = np.zeros(p)
+        g = _first_batch_gradient(problem, order[:first])
+        pos = first
+        x_prev = x
+        for t in range(T):
+            if t > 0:
+                rows = order[pos:pos + b]
+                pos += b
+                g_new, g_old = _batch_gradients(problem, rows, x, x_prev)
+                g = (1 - eta) * (g + g_new - g_old) + eta * g_new
+            h = g + alpha * x
+            j = report_noisy_max(rng, np.concatenate([-r * h, r * h]), scales[t])
+            x_prev = x
+            x = (1 - eta) * x
+            x[j % p] += eta * (r if j < p else -r)
+        info = {"batch_size": b, "learning_rate": eta, "selection_epsilon": eps0, "radius": r,
+                "passes": (first + 2 * (T - 1) * b) / n}
+        return SolverResult(x, T, [BoundedRangeEvent(eps0, T)], float(scales.max()), info)
+
+
+# ---------------------------------------------------------------------------------------
+# noisy_sfw_lp: tree-based variance-reduced Frank-Wolfe, generalized Gaussian noise
+# ---------------------------------------------------------------------------------------
+def gg_geometry(q, d):
+    """``(r, kappa)``: the smooth norm ``||.||_r`` to sample from and its regularity constant.
+
+    ``seed001_noneuclidean_sco.md`` section A, common notation and A4/A6: the
+    dual space ``l_q`` (``q >= 2``) is ``kappa``-regular either with
+    ``||.||_+ = ||.||_q`` (``kappa = q - 1``) or, for large ``q``, with
+    ``||.||_+ = ||.||_r``, ``r = 2 ln d + 1`` (``kappa = 2 e ln d``, the factor
+    ``e`` bounding ``||x||_r^2 / ||x||_q^2``). Sampling and ``kappa`` must
+    use the same norm (A5), so we return the pair with the smaller ``kappa``.
+    """
+    if q == 2.0:
+        return 2.0, 1.0
+    if d >= 2 and q - 1.0 > 2 * math.e * math.log(d):
+        return 2 * math.log(d) + 1.0, 2 * math.e * math.log(d)
+    return q, q - 1.0
+
+
+@register
+class NoisySFWLp(_BallSolver):
+    """``noisy_sfw_lp``: noisy variance-reduced (binary-tree) stochastic Frank-Wolfe on an l_p ball, 1 < p <= 2.
+
+    Card: ``seed001_noneuclidean_sco.md`` section B (Alg. 1) with the exact
+    calibration [S] of B4 and the generalized Gaussian mechanism of section A.
+    ``T`` phases; phase ``t`` is a complete binary tree of depth ``t`` visited in
+    depth-first pre-order. The root draws ``b`` fresh rows and releases their
+    mean gradient plus GG noise; a left child inherits its parent; a right
+    child at depth ``j`` draws ``b / 2^j`` fresh rows at the current iterate and
+    releases the parent's estimate plus the batch's gradient difference
+    (current iterate minus the parent's) plus GG noise; each leaf takes a
+    Frank-Wolfe step with ``eta = 2/(2^t + i)`` (exact LMO, no extra noise).
+    Every row is used in exactly one vertex, so by parallel composition the
+    whole run is as private as one release.
+
+    Sensitivities (dual norm ``q = p/(p-1)``, replace-one): ``2 L0 / b`` at a
+    root; ``(2/|B_s|) min(L1 D sum eta_l, 2 L0)`` at a right child, the sum
+    over the leaves of its left sibling's subtree (the iterate moved by at
+    most ``D sum eta_l``; ``D = 2 r``), computed from the actual step sizes.
+    Each release gets GG noise ``sigma_v = s_v sqrt(kappa / (2 rho*))``
+    (:func:`skdp.privacy.generalized_gaussian_sigma`), so each, and the run,
+    is ``rho*``-zCDP with ``rho*`` the largest level the accountant prices at
+    ``(epsilon, delta)``. ``p = 2`` is Gaussian noise on an L2 ball.
+
+    Defaults (card B6): ``b`` the largest power of two with
+    ``b T (T + 5) / 4 <= n`` for ``T = log2 b`` (so leaves get one row).
+    ``solver_options``: ``p`` (default 2), ``batch_size`` (root batch, a
+    power of two), ``n_phases``.
+    """
+
+    name = "noisy_sfw_lp"
+    card = "seed001_noneuclidean_sco.md, section B (Alg. 1), calibration of A4/B4"
+    source = "Bassily, Guzman, Nandi 2021, Alg. 1"
+    geometry = "lp"
+    summary = "tree-based variance-reduced stochastic Frank-Wolfe on an l_p ball (1 < p <= 2), generalized Gaussian"
+    defaults = "p = 2, b = 2^m, T = m phases with b m (m + 5)/4 <= n, eta = 2/(2^t + i), x_0 = 0"
+    option_keys = {
+        "p": "ball exponent, 1 < p <= 2",
+        "batch_size": "root batch size b (a power of two)",
+        "n_phases": "number of phases T",
+    }
+
+    def ball_p(self, options):
+        p = float(options.get("p", 2.0))
+        if not 1.0 < p <= 2.0:
+            raise ValueError(f"solver_options['p'] must be in (1, 2] for noisy_sfw_lp, got {p!r}.")
+        return p
+
+    def schedule(self, problem):
+        n = problem.n
+        b, T = problem.options.get("batch_size"), problem.options.get("n_phases")
+        if b is None and T is None:
+            m = 1
+            while 2 ** (m + 1) * (m + 1) * (m + 6) / 4 <= n:
+                m += 1
+            b, T = 2**m, m
+        elif b is None:
+            T = int(T)
+            b = 2**T
+        elif T is None:
+            b = int(b)
+            T = max(1, int(math.log2(b)))
+        b, T = int(b), int(T)
+        if T < 1 or b < 2**T:
+            raise ValueError(f"noisy_sfw_lp needs n_phases >= 1 and batch_size >= 2^n_phases, got b={b}, T={T}.")
+        if b * T * (T + 5) / 4 > n:
+            raise ValueError(
+                f"noisy_sfw_lp with batch_size={b} and n_phases={T} needs b T (T + 5)/4 = "
+                f"{b * T * (T + 5) / 4:.0f} rows, more than n_samples={n}."
+            )
+        return b, T
+
+    def plan(self, problem, budget):
+        _, rho = generalized_gaussian_sigma(1.0, 1.0, budget.epsilon, budget.delta)
+        return [ZCDPEvent(rho)]
+
+    def solve(self, problem, budget, rng):
+        ball = self._ball(problem)
+        n, d = problem.n, problem.p
+        b, T = self.schedule(problem)
+        r_gg, kappa = gg_geometry(ball.q, d)
+        unit_sigma, rho = generalized_gaussian_sigma(1.0, kappa, budget.epsilon, budget.delta)
+        _, L0, L1 = glm_constants(problem, ball)
+        D = ball.diameter
+        alpha = problem.penalty.alpha
+        order = rng.permutation(n)
+        state = {"x": np.zeros(d), "pos": 0, "leaf": 0, "max_sigma": 0.0, "releases": 0, "steps": 0}
+
+        def take(k):
+            rows = order[state["pos"]:state["pos"] + k]
+            state["pos"] += k
+            return rows
+
+        def noise(sens):
+            sigma = sens * unit_sigma
+            state["max_sigma"] = max(state["max_sigma"], sigma)
+            state["releases"] += 1
+            return generalized_gaussian_noise(rng, sigma, d, r_gg)
+
+        def visit(t, j, x_s, g_s):
+            if j == t:  # leaf: Frank-Wolfe step
+                eta = 2.0 / (2**t + state["leaf"])
+                state["leaf"] += 1
+                x = state["x"]
+                state["x"] = (1 - eta) * x + eta * ball.lmo(g_s + alpha * x)
+                state["steps"] += 1
+                return
+            start = state["leaf"]
+            visit(t, j + 1, x_s, g_s)  # left child: inherits, no data, no noise
+            eta_sum = sum(2.0 / (2**t + i) for i in range(start, start + 2 ** (t - j - 1)))
+            size = b // 2 ** (j + 1)
+            rows = take(size)
+            x_r = state["x"].copy()
+            sens = (2.0 / size) * min(L1 * D * eta_sum, 2 * L0)
+            diff = self._grad(problem, x_r, rows) - self._grad(problem, x_s, rows)
+            visit(t, j + 1, x_r, g_s + diff + noise(sens))
+
+        for t in range(1, T + 1):
+            x_root = state["x"].copy()
+            g = self._grad(problem, x_root, take(b)) + noise(2.0 * L0 / b)
+            visit(t, 0, x_root, g)
+        info = {"batch_size": b, "n_phases": T, "p": ball.p, "kappa": kappa, "gg_norm": r_gg,
+                "rows_used": state["pos"], "releases": state["releases"], "fw_steps": state["steps"]}
+        return SolverResult(state["x"], T, [ZCDPEvent(rho)], state["max_sigma"], info)
+
+
+# ---------------------------------------------------------------------------------------
+# dp_accmd: accelerated mirror descent, one noisy gradient per iteration
+# ---------------------------------------------------------------------------------------
+def drain_step(h, u, L):
+    """Exact ``argmin_{v in simplex} (L/2) ||v - u||_1^2 + <h, v - u>`` in O(m log m).
+
+    ``seed000_dp_erm_revisited.md`` section C3 (ii), the "drain" solution: move
+    mass to the coordinate ``j*`` of smallest ``h`` from the others in
+    decreasing order of ``h`` while the marginal gain ``h_k - h_{j*}`` exceeds
+    ``4 L`` times the mass moved so far.
+    """
+    h = np.asarray(h, dtype=float)
+    u = np.asarray(u, dtype=float)
+    js = int(np.argmin(h))
+    others = np.delete(np.arange(h.size), js)
+    order = others[np.argsort(-h[others], kind="stable")]
+    s = h[order] - h[js]
+    mass = u[order]
+    cum = np.cumsum(mass)
+    ok = (4 * L * cum <= s) & (s > 0)
+    k0 = int(np.argmin(ok)) if not ok.all() else ok.size
+    v = u.copy()
+    v[order[:k0]] = 0.0
+    moved = float(cum[k0 - 1]) if k0 > 0 else 0.0
+    if k0 < ok.size and s[k0] > 0:
+        extra = max(moved, s[k0] / (4 * L)) - moved
+        extra = min(extra, mass[k0])
+        v[order[k0]] -= extra
+        moved += extra
+    v[js] += moved
+    return v
+
+
+@register
+class DPAccMD(_BallSolver):
+    """``dp_accmd``: DP accelerated mirror descent (linear coupling) over an L1 or L2 ball.
+
+    Card: ``seed000_dp_erm_revisited.md`` section C (Alg. 3) with the
+    **mandatory privacy correction**: as printed, the gradient step uses the
+    exact gradient and the output reveals it, so the algorithm is not private.
+    Here each iteration draws **one** noisy full gradient
+    ``g~ = grad F(x_{k+1}) + N(0, sigma^2 I)`` and uses it in both the
+    gradient step and the mirror step. ``T`` full-batch releases of a mean of
+    per-example gradients bounded by ``G`` (L2): replace-one sensitivity
+    ``2G/n`` each, priced exactly as Gaussian DP (card 0.3),
+    ``sigma = 2 G sqrt(T) / (n mu*)``.
+
+    Geometries (card C3, skdp instantiations): ``"l1"`` runs on the lifted
+    simplex ``x = r (u_+ - u_-)`` with the entropy mirror map (exponentiated
+    gradient z-step, exact "drain" y-step, ``L_H = L r^2``); ``"l2"`` uses the
+    Euclidean map (projections; ``L_C = 4 L r^2``). ``alpha_k = (k + 2)/(4 L_C)``
+    (the smoothness in the mirror map's norm; card ambiguity 4). Returns
+    ``y_T``. Default ``T`` (card C6):
+    ``ceil(sqrt(L r n eps / (sqrt(2) G sqrt(ln(1/delta)))))``, clipped to [5, 100].
+
+    ``solver_options``: ``geometry`` (``"l1"`` default, or ``"l2"``).
+    """
+
+    name = "dp_accmd"
+    card = "seed000_dp_erm_revisited.md, section C (Alg. 3) with the one-noise-per-step correction, 0.3"
+    source = "Wang, Ye, Xu 2017, Alg. 3"
+    geometry = "l1|l2"
+    summary = "accelerated mirror descent on an L1 (entropic) or L2 ball, one Gaussian gradient per step"
+    defaults = "geometry l1, T = ceil(sqrt(L r n eps / (sqrt 2 G sqrt ln(1/delta)))) in [5, 100], x_0 = 0"
+    option_keys = {"geometry": "'l1' (default) or 'l2'"}
+
+    def ball_p(self, options):
+        geometry = options.get("geometry", "l1")
+        if geometry not in ("l1", "l2"):
+            raise ValueError(f"solver_options['geometry'] must be 'l1' or 'l2', got {geometry!r}.")
+        return 1.0 if geometry == "l1" else 2.0
+
+    def steps(self, problem, budget):
+        if problem.max_iter:
+            return int(problem.max_iter)
+        G = problem.gradient_bound
+        L = problem.smoothness + problem.penalty.alpha
+        r = self._ball(problem).radius
+        val = L * r * problem.n * budget.epsilon / (math.sqrt(2) * G * math.sqrt(math.log(1 / budget.delta)))
+        return int(min(100, max(5, math.ceil(math.sqrt(max(val, 0.0))))))
+
+    def noise_std(self, problem, budget, T):
+        return calibrate_gaussian(T * (2 * problem.gradient_bound / problem.n) ** 2, budget.epsilon, budget.delta)
+
+    def plan(self, problem, budget):
+        T = self.steps(problem, budget)
+        return [GaussianEvent(2 * problem.gradient_bound / problem.n, self.noise_std(problem, budget, T), T)]
+
+    def solve(self, problem, budget, rng):
+        ball = self._ball(problem)
+        T = self.steps(problem, budget)
+        sigma = self.noise_std(problem, budget, T)
+        alpha_pen = problem.penalty.alpha
+        L = problem.smoothness + alpha_pen
+        r = ball.radius
+        p = problem.p
+
+        def noisy_grad(x):
+            return problem.mean_gradient(x) + alpha_pen * x + gaussian_noise(rng, sigma, p)
+
+        if ball.p == 1.0:
+            LH = L * r * r
+            y = np.full(2 * p, 1.0 / (2 * p))
+            logz = np.zeros(2 * p)
+            z = y.copy()
+            for k in range(T):
+                a = (k + 2) / (4 * LH)
+                rk = 2.0 / (k + 2)
+                u = rk * z + (1 - rk) * y
+                g = noisy_grad(r * (u[:p] - u[p:]))
+                h = r * np.concatenate([g, -g])
+                y = drain_step(h, u, LH)
+                logz = logz - a * h
+                logz -= logz.max()
+                z = np.exp(logz)
+                z /= z.sum()
+            coef = r * (y[:p] - y[p:])
+        else:
+            LC = 4 * L * r * r
+            y = np.zeros(p)
+            z = np.zeros(p)
+            for k in range(T):
+                a = (k + 2) / (4 * LC)
+                rk = 2.0 / (k + 2)
+                x = rk * z + (1 - rk) * y
+                g = noisy_grad(x)
+                y = ball.project(x - g / (4 * L))
+                z = ball.project(z - a * r * r * g)
+            coef = y
+        event = GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T)
+        return SolverResult(coef, T, [event], sigma, {"geometry": "l1" if ball.p == 1.0 else "l2", "radius": r})
+
+
+# ---------------------------------------------------------------------------------------
+# phased_sgd: Feldman-Koren-Talwar phased SGD with output noise per phase
+# ---------------------------------------------------------------------------------------
+@register
+class PhasedSGD(_BallSolver):
+    """``phased_sgd``: phased one-pass projected SGD with Gaussian noise on each phase's average.
+
+    Card: ``seed001_noneuclidean_sco.md`` section E (Feldman-Koren-Talwar 2020,
+    Alg. 2, as the paper's baseline), with the card's suggested calibration
+    [S] of E4. Phase ``i = 1..k`` (``k = ceil(log2 n)``) runs one pass of
+    projected SGD on ``n_i = floor(2^-i n)`` fresh rows with step ``eta_i =
+    4^-i eta``, from the previous phase's noisy output, and releases the
+    average iterate plus ``N(0, sigma_i^2 I)``. Why this is private (we
+    re-derived it rather than trusting the card's [R?] recollection): the
+    rows of different phases are disjoint, so only the phase holding the
+    differing row depends on it (parallel composition); within it, the
+    projected gradient step with ``eta_i <= 2/(beta + alpha)`` is
+    non-expansive for a convex ``beta``-smooth loss, so two runs differ by at
+    most ``2 G eta_i`` from the step that reads the differing row on, and so
+    does their average (uniform stability, replace-one). Each phase's noise is
+    the analytic Gaussian for sensitivity ``2 G eta_i`` at the full
+    ``(epsilon, delta)``; the run is priced as that one release.
+
+    skdp extension: steps read disjoint mini-batches of ``m`` rows with step
+    ``m eta_i`` on the batch mean, which has the same sensitivity ``2 G eta_i``
+    and makes the pass vectorised (``m = 1`` is the paper). The constraint is
+    the L2 ball of radius ``r`` (the only geometry whose projection we ship;
+    the card's use for ``p > 2`` maps the ball to l2). ``eta`` defaults to
+    card E6's ``(D/G) min(4/sqrt(n), eps/sqrt(d ln(1/delta)))``, capped at the
+    stability limit; a larger ``eta`` raises.
+
+    ``solver_options``: ``batch_size`` (``m``), ``learning_rate`` (``eta``).
+    """
+
+    name = "phased_sgd"
+    card = "seed001_noneuclidean_sco.md, section E (FKT20 phased SGD), calibration [S] of E4"
+    source = "Feldman, Koren, Talwar 2020, Alg. 2 (baseline in Bassily, Guzman, Nandi section 7)"
+    geometry = "l2"
+    losses = ("logistic", "squared")
+    summary = "phased one-pass projected SGD, Gaussian noise on each phase's average (parallel composition)"
+    defaults = "k = ceil(log2 n) phases, n_i = n/2^i, eta_i = eta/4^i, m = max(1, round(sqrt(n)/8))"
+    option_keys = {"batch_size": "rows per SGD step (1 = the paper)", "learning_rate": "base step eta"}
+
+    def learning_rate(self, problem, budget):
+        """Base step ``eta``; the largest step taken, ``m eta / 4``, must be ``<= 2/(beta + alpha)``."""
+        limit = 2.0 / (problem.smoothness + problem.penalty.alpha)
+        _, m = self.schedule(problem)
+        eta = problem.options.get("learning_rate")
+        if eta is None:
+            D = self._ball(problem).diameter
+            G = problem.gradient_bound
+            n, d = problem.n, problem.p
+            eta = (D / G) * min(4 / math.sqrt(n), budget.epsilon / math.sqrt(d * math.log(1 / budget.delta)))
+            return min(eta, 4 * limit / m)
+        eta = float(eta)
+        if not 0 < eta * m / 4 <= limit:
+            raise ValueError(
+                f"phased_sgd needs 0 < batch_size * learning_rate / 4 <= 2/(beta + alpha) = {limit:.4g} "
+                f"(non-expansive steps are what bound its sensitivity), got learning_rate={eta!r}."
+            )
+        return eta
+
+    def schedule(self, problem):
+        n = problem.n
+        k = max(1, int(math.ceil(math.log2(n))))
+        sizes = [n // 2**i for i in range(1, k + 1)]
+        sizes = [s for s in sizes if s >= 1] or [n]
+        m = problem.options.get("batch_size")
+        m = int(m) if m is not None else max(1, int(round(math.sqrt(n) / 8)))
+        if m < 1:
+            raise ValueError(f"batch_size must be >= 1, got {m!r}.")
+        return sizes, m
+
+    def noise(self, problem, budget, eta):
+        """(sensitivity, sigma) of phase 1; phase i scales both by 4^-(i-1)."""
+        sens = 2 * problem.gradient_bound * eta / 4
+        return sens, calibrate_gaussian(sens**2, budget.epsilon, budget.delta)
+
+    def plan(self, problem, budget):
+        sens, sigma = self.noise(problem, budget, self.learning_rate(problem, budget))
+        return [GaussianEvent(sens, sigma, 1)]
+
+    def solve(self, problem, budget, rng):
+        ball = self._ball(problem)
+        sizes, m = self.schedule(problem)
+        eta = self.learning_rate(problem, budget)
+        sens1, sigma1 = self.noise(problem, budget, eta)
+        alpha = problem.penalty.alpha
+        order = rng.permutation(problem.n)
+        w = np.zeros(problem.p)
+        pos = 0
+        for i, n_i in enumerate(sizes, start=1):
+            eta_i = eta / 4**i
+            rows = order[pos:pos + n_i]
+            pos += n_i
+            mi = min(m, n_i)
+            step = mi * eta_i
+            avg = np.zeros_like(w)
+            n_steps = n_i // mi
+            for s in range(n_steps):
+                batch = rows[s * mi:(s + 1) * mi]
+                w = ball.project(w - step * (self._grad(problem, w, batch) + alpha * w))
+                avg += w
+            w = avg / n_steps + gaussian_noise(rng, sigma1 / 4 ** (i - 1), w.shape)
+        coef = ball.project(w)
+        info = {"phases": len(sizes), "batch_size": m, "learning_rate": eta}
+        return SolverResult(coef, len(sizes), [GaussianEvent(sens1, sigma1, 1)], sigma1, info)
