@@ -22,7 +22,8 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clipped_mean_gradient"]
+__all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
+           "clipped_mean_gradient"]
 
 
 class _GLMLoss:
@@ -188,6 +189,23 @@ def moreau_hinge_derivative(Z, y, sq_norms, beta):
     return c * y
 
 
+def clip_derivatives(S, norms, clip, vector=False):
+    """Rescale per-example loss derivatives so each gradient ``S_i x_i^T`` has L2 norm ``<= clip``.
+
+    ``S`` holds ``phi'_i`` (shape ``(n,)``, or ``(n, k)`` with ``vector=True``
+    for a vector of logits per row), or several scalar derivatives per row
+    (shape ``(n, m)``, ``vector=False``: each column clipped on its own, e.g.
+    the same rows at two iterates). ``norms`` are the row norms ``||x_i||``.
+    The one clipping rule every gradient solver uses.
+    """
+    norms = np.asarray(norms)
+    if vector:
+        factor = np.minimum(1.0, clip / np.maximum(np.linalg.norm(S, axis=1) * norms, 1e-300))
+        return S * factor[:, None]
+    scale = norms if S.ndim == 1 else norms[:, None]
+    return S * np.minimum(1.0, clip / np.maximum(np.abs(S) * scale, 1e-300))
+
+
 def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None):
     """Mean of per-example gradients, each clipped to L2 norm ``clip``.
 
@@ -220,9 +238,6 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     Z = X @ coef
     S = loss.derivative(Z, y)
     if clip is not None:
-        dn = np.abs(S) if S.ndim == 1 else np.linalg.norm(S, axis=1)
-        gn = dn * norms
-        factor = np.minimum(1.0, clip / np.maximum(gn, 1e-300))
-        S = S * (factor if S.ndim == 1 else factor[:, None])
+        S = clip_derivatives(S, norms, clip, vector=S.ndim == 2)
     denom = X.shape[0] if n_total is None else n_total
     return np.asarray(X.T @ S) / denom

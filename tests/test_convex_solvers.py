@@ -153,8 +153,8 @@ def test_noisy_sfw_noise_free_reaches_constrained_optimum():
         assert (obj(w) - obj(ref)) / obj(ref) < 1e-2
 
 
-def test_noisy_sfw_gumbel_step_follows_the_exponential_mechanism():
-    """First selection over the 2d vertices: frequencies match softmax(-eps0 c / (2 Delta_0)) (chi-square)."""
+def test_gumbel_report_noisy_max_is_the_exponential_mechanism():
+    """noisy_sfw's vertex selection: argmax(score + Gumbel(beta)) has frequencies softmax(score / beta) (chi-square)."""
     rng = np.random.RandomState(0)
     from skdp.privacy import report_noisy_max
     scores = np.array([0.3, -0.1, 0.0, 0.25])

@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from ..losses import clip_derivatives
 from ..penalties import NormBall
 from ..privacy import (
     BoundedRangeEvent,
@@ -68,10 +69,8 @@ def _first_batch_gradient(problem, rows):
     v = np.zeros(n)
     y = problem.y[rows]
     S = problem.loss.derivative(np.zeros(rows.size), y)
-    clip = problem.clip
-    if clip is not None:
-        gn = np.abs(S) * problem.norms[rows]
-        S = S * np.minimum(1.0, clip / np.maximum(gn, 1e-300))
+    if problem.clip is not None:
+        S = clip_derivatives(S, problem.norms[rows], problem.clip)
     v[rows] = S
     return np.asarray(problem.X.T @ v) / rows.size
 
@@ -81,10 +80,8 @@ def _batch_gradients(problem, rows, w1, w0):
     Xb = problem.X[rows]
     y = problem.y[rows]
     S = problem.loss.derivative(Xb @ np.column_stack([w1, w0]), y[:, None])
-    clip = problem.clip
-    if clip is not None:
-        gn = np.abs(S) * problem.norms[rows][:, None]
-        S = S * np.minimum(1.0, clip / np.maximum(gn, 1e-300))
+    if problem.clip is not None:
+        S = clip_derivatives(S, problem.norms[rows], problem.clip)
     G = np.asarray(Xb.T @ S) / rows.size
     return G[:, 0], G[:, 1]
 
@@ -168,7 +165,8 @@ class NoisySFW(_BallSolver):
         T = 1 + (n - first) // b
         N = n / b
         J = 2 * problem.p
-        eta = min(0.5, max(1.0, math.log(N / math.log(J)) if J > 1 and N > math.log(J) else 1.0) / N)
+        # card C6: eta = ln(N / ln J) / N, at least 1/N (tiny N) and at most 1/2
+        eta = min(0.5, max(1.0, math.log(N / math.log(J))) / N)  # J >= 2, so ln J > 0
         return first, b, T, eta
 
     def sensitivities(self, problem, first, b, T, eta):

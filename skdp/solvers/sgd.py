@@ -5,7 +5,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..losses import moreau_hinge_derivative
+from ..losses import clip_derivatives, moreau_hinge_derivative
 from ..penalties import NormBall
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
 from ._base import Solver, SolverResult, register
@@ -153,6 +153,5 @@ class NoisySGDMoreau(NoisySGD):
         X = problem.X[rows]
         norms = problem.norms[rows]
         S = moreau_hinge_derivative(X @ w, problem.y[rows], norms**2, beta)
-        G = problem.gradient_bound
-        S = S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300))
+        S = clip_derivatives(S, norms, problem.gradient_bound)
         return np.asarray(X.T @ S) / m
