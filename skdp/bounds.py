@@ -35,6 +35,8 @@ __all__ = [
     "row_norms",
     "append_intercept_column",
     "clip_features",
+    "CoordinateClippedDesign",
+    "clipped_design",
     "check_label_bound",
 ]
 
@@ -192,6 +194,13 @@ def bound_labels(y, label_bound, fit_intercept):
     return np.clip(y, low, high) - centre, centre, bound, n_clipped, derived
 
 
+def _rows_out_of_range(X, bound):
+    """Number of rows of dense ``X`` with an entry outside ``[-bound, bound]``."""
+    if not X.size or (X.max() <= bound and X.min() >= -bound):  # flat reductions: half the row-wise cost
+        return 0
+    return int(np.count_nonzero((X.max(axis=1) > bound) | (X.min(axis=1) < -bound)))
+
+
 def clip_features(X, bound, intercept=None):
     """Clip every entry to ``[-bound, bound]`` (an L-infinity row bound, as the sparse solvers use).
 
@@ -209,13 +218,111 @@ def clip_features(X, bound, intercept=None):
             Xc = append_intercept_column(Xc, intercept)
         return Xc, int(rows.size)
     X = np.asarray(X)
-    n_rows = int(np.count_nonzero((X.max(axis=1, initial=-np.inf) > bound) | (X.min(axis=1, initial=np.inf) < -bound)))
+    n_rows = _rows_out_of_range(X, bound)
     d = X.shape[1]
     out = np.empty((X.shape[0], d + (intercept is not None)), dtype=np.float64)
     np.clip(X, -bound, bound, out=out[:, :d])
     if intercept is not None:
         out[:, d] = float(intercept)
     return out, n_rows
+
+
+class CoordinateClippedDesign:
+    """``[clip(X, -R, R), c]`` as a read-only operator, without copying ``X``.
+
+    The design a coordinate-clipped solver sees (every entry clipped to
+    ``[-R, R]``, then an optional constant intercept column ``c``), applied
+    lazily: when no entry of ``X`` is out of range (checked once) products use
+    ``X`` directly; otherwise they clip blocks of rows on the fly. Row gathers
+    ``design[rows]`` return a dense clipped copy of just those rows. Supports
+    what the one-pass and mirror-descent solvers use: ``shape``, ``dtype``,
+    ``design[rows]``, ``design @ w``, ``design.T @ v`` (vectors or 2-D).
+    Clipping is the same map as :func:`clip_features`, so the bounds (and every
+    sensitivity built on them) are unchanged; only the memory traffic differs.
+    """
+
+    _block = 8192
+
+    def __init__(self, X, bound, intercept=None, needs_clip=True):
+        self._X = X
+        self._bound = float(bound)
+        self._c = None if intercept is None else float(intercept)
+        self._clip = bool(needs_clip)
+        self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
+        self.dtype = np.dtype(np.float64)
+        self.ndim = 2
+
+    def _rows(self, block):
+        d = block.shape[1]
+        out = np.empty((block.shape[0], self.shape[1]))
+        if self._clip:
+            np.clip(block, -self._bound, self._bound, out=out[:, :d])
+        else:
+            out[:, :d] = block
+        if self._c is not None:
+            out[:, d] = self._c
+        return out
+
+    def __getitem__(self, rows):
+        return self._rows(self._X[rows])
+
+    def toarray(self):
+        """The clipped design as a dense array (tests, small data)."""
+        return self._rows(self._X)
+
+    def _blocks(self):
+        n = self._X.shape[0]
+        for i in range(0, n, self._block):
+            yield i, np.clip(self._X[i:i + self._block], -self._bound, self._bound)
+
+    def __matmul__(self, w):
+        w = np.asarray(w, dtype=np.float64)
+        d = self._X.shape[1]
+        wx, wc = w[:d], (w[d] if self._c is not None else None)
+        if self._clip:
+            out = np.empty((self.shape[0],) + w.shape[1:])
+            for i, B in self._blocks():
+                out[i:i + B.shape[0]] = B @ wx
+        else:
+            out = self._X @ wx
+        return out if wc is None else out + self._c * wc
+
+    @property
+    def T(self):
+        return _TransposedDesign(self)
+
+
+class _TransposedDesign:
+    def __init__(self, design):
+        self._design = design
+        self.shape = design.shape[::-1]
+
+    def __matmul__(self, v):
+        D = self._design
+        v = np.asarray(v, dtype=np.float64)
+        if D._clip:
+            out = np.zeros((D._X.shape[1],) + v.shape[1:])
+            for i, B in D._blocks():
+                out += B.T @ v[i:i + B.shape[0]]
+        else:
+            out = D._X.T @ v
+        if D._c is None:
+            return out
+        return np.concatenate([out, D._c * v.sum(axis=0, keepdims=True)], axis=0)
+
+
+def clipped_design(X, bound, intercept=None):
+    """:func:`clip_features` without the copy for dense input.
+
+    Returns ``(design, n_rows_clipped)``: a :class:`CoordinateClippedDesign`
+    over ``X`` for dense input (the caller's array is only read), or the CSR
+    copy of :func:`clip_features` for sparse input.
+    """
+    if sp.issparse(X):
+        return clip_features(X, bound, intercept=intercept)
+    X = np.asarray(X)
+    n_rows = _rows_out_of_range(X, bound)
+    return CoordinateClippedDesign(X, bound, intercept, needs_clip=n_rows > 0), n_rows
 
 
 def check_label_bound(label_bound):

@@ -219,7 +219,7 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     X : array or CSR matrix (n, p), rows already bounded
     y : labels in the loss's encoding
     coef : (p,) or (p, k)
-    norms : (n,) row norms of X
+    norms : (n,) row norms of X, or None when ``clip`` is None
     clip : float or None
     n_total : float, optional
         Public denominator (default ``X.shape[0]``); a Poisson-sampled batch
@@ -234,7 +234,7 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     if rows is not None:
         X = X[rows]
         y = y[rows]
-        norms = norms[rows]
+        norms = None if norms is None else norms[rows]
     Z = X @ coef
     S = loss.derivative(Z, y)
     if clip is not None:

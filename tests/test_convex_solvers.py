@@ -9,7 +9,8 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.preprocessing import StandardScaler
 
 from skdp import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, list_solvers
-from skdp.losses import LogisticLoss, SquaredLoss, moreau_hinge_derivative
+from skdp.bounds import clip_features, clipped_design
+from skdp.losses import LogisticLoss, moreau_hinge_derivative
 from skdp.penalties import L2Penalty, NormBall, project_l1_ball
 from skdp.privacy import (
     PrivacyBudget,
@@ -59,6 +60,28 @@ def test_project_l1_ball_is_the_euclidean_projection():
                                 options={"ftol": 1e-14, "maxiter": 500}).x
         assert np.sum((w - v) ** 2) <= np.sum((ref - v) ** 2) + 1e-7
         assert np.abs(w).sum() <= 1.5 + 1e-12
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0])  # 0.5: entries out of range (clipped); 3.0: none clipped
+@pytest.mark.parametrize("intercept", [None, 0.7])
+def test_lazy_clipped_design_matches_the_clipped_copy(scale, intercept):
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (20000, 7)) * 2.0
+    X_before = X.copy()
+    ref, n_ref = clip_features(X, scale, intercept=intercept)
+    design, n_rows = clipped_design(X, scale, intercept=intercept)
+    assert n_rows == n_ref == int(np.sum(np.abs(X).max(axis=1) > scale))
+    assert design.shape == ref.shape
+    rows = rng.permutation(X.shape[0])[:300]
+    np.testing.assert_array_equal(design[rows], ref[rows])
+    w, W = rng.randn(ref.shape[1]), rng.randn(ref.shape[1], 2)
+    v, V = rng.randn(X.shape[0]), rng.randn(X.shape[0], 3)
+    np.testing.assert_allclose(design @ w, ref @ w, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(design @ W, ref @ W, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(design.T @ v, ref.T @ v, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(design.T @ V, ref.T @ V, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(design.toarray(), ref)
+    np.testing.assert_array_equal(X, X_before)  # only read
 
 
 # ------------------------------------------------------------------------------------------
@@ -557,3 +580,15 @@ def test_audit_detects_under_noised_solver(solver, monkeypatch):
     s0, s1 = _stat_scores(solver)
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb > CLAIM, f"{solver}: the test did not detect an under-noised solver ({eps_lb:.3f})"
+
+
+@pytest.mark.parametrize("solver", ["noisy_sfw", "dp_accmd"])
+def test_dplasso_lazy_clipping_equals_clipping_first(solver):
+    rng = np.random.RandomState(3)
+    X = rng.randn(400, 6) * 1.5  # many entries beyond feature_bound=1
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.randn(400)
+    a = DPLasso(epsilon=2, radius=2, label_bound=4, solver=solver, random_state=0).fit(X, y)
+    b = DPLasso(epsilon=2, radius=2, label_bound=4, solver=solver, random_state=0).fit(np.clip(X, -1, 1), y)
+    assert a.n_rows_clipped_ > 0 and b.n_rows_clipped_ == 0
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-9, abs=1e-12)

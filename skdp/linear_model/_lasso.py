@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
 
-from ..bounds import row_norms, bound_labels, check_label_bound, clip_features, public_label_range
+from ..bounds import bound_labels, check_label_bound, clipped_design, public_label_range
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
 from ..privacy import PrivacyBudget, active_ledger, price
@@ -56,7 +56,9 @@ class DPLasso(RegressorMixin, BaseEstimator):
         whose L2 sensitivity grows like ``sqrt(d)`` under a coordinate bound.
     fit_intercept : bool, default=True
     feature_bound : float, default=1.0
-        Public coordinate bound; entries are clipped to it.
+        Public coordinate bound; entries are clipped to it. Dense input is
+        clipped lazily (per mini-batch, never copied whole), so memory stays
+        at one copy of ``X``; the count of clipped rows is ``n_rows_clipped_``.
     label_bound : float, (low, high) or None, default=None
         Public label range (``B`` means ``[-B, B]``).
     max_iter : int or None, default=None
@@ -144,14 +146,14 @@ class DPLasso(RegressorMixin, BaseEstimator):
             raise ValueError("DPLasso's constraint is the L1 ball: solver_options['geometry'] must be 'l1'.")
         return solver
 
-    def _problem(self, solver, n, n_features, bound, X=None, y=None):
+    def _problem(self, solver, n, n_features, bound, X=None, y=None, norms=None):
         p = n_features + int(self.fit_intercept)
         R = float(self.feature_bound)
         radius = float(self.radius) / bound  # in units where |y| <= 1
         options = dict(self.solver_options or {})
         options.pop("geometry", None)
         return Problem(
-            X=X, y=y, norms=None if X is None else row_norms(X), loss=SquaredLoss(),
+            X=X, y=y, norms=None if X is None else norms, loss=SquaredLoss(),
             penalty=L2Penalty(0.0, radius=radius), data_norm=R * math.sqrt(p), label_bound=1.0,
             coef_norm=radius, max_iter=self.max_iter, verbose=self.verbose, options=options, n_samples=n,
             n_features=p, constraint=solver.make_constraint({"geometry": "l1"}, radius), inf_norm_bound=R,
@@ -194,8 +196,11 @@ class DPLasso(RegressorMixin, BaseEstimator):
         y = np.asarray(y, dtype=np.float64)
         yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
         R = float(self.feature_bound)
-        Xc, n_clipped = clip_features(X, R, intercept=R if self.fit_intercept else None)
-        problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound)
+        # the clipped design is applied lazily (no copy of X); its row norms are only needed by
+        # the gradient clipping, which is inactive on the L1 ball: one bound covers them all
+        Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
+        problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
+                                norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])))
         rng = _make_rng(self.random_state)
         budget = PrivacyBudget(self.epsilon, self.delta)
         result = solver.solve(problem, budget, rng)

@@ -143,6 +143,13 @@ class NoisySFW(_BallSolver):
     vertices (card C6; ``N = n`` for ``b = 1``), capped at 1/2.
     Smooth losses only (logistic, squared on the ball).
 
+    Where it pays off: the vertex-selection noise scale is about
+    ``r (L0 + L1 D) ln N / (eps sqrt(n b))``, so ``noisy_sfw`` needs a large
+    ``n * epsilon`` relative to the radius and the smoothness; its dimension
+    dependence is only ``log d``. On a few hundred rows (breast_cancer) the
+    selections are close to uniform and ``dp_gd`` or ``noisy_sgd`` are better
+    choices (benchmarks/convex_solvers.py).
+
     ``solver_options``: ``batch_size`` (``b``).
     """
 
