@@ -10,9 +10,14 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from skdp import DPLogisticRegression, DPRidge
+from skdp import DPLogisticRegression, DPRidge, list_solvers
 
-SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
+
+
+def solvers_for(loss):
+    """Every dense solver (not the l0 sparse ones) that supports ``loss``, from the solver table."""
+    return [r["solver"] for r in list_solvers() if loss in r["losses"] and r["constraint"] != "l0"]
+
 
 
 def best_time(make, X, y, repeat=3):
@@ -33,16 +38,16 @@ def main():
     w = rng.randn(d)
     yc = (X @ w + 0.3 * rng.randn(n) > 0).astype(int)
     yr = X @ w + 0.3 * rng.randn(n)
-    for title, sk, make, y in (
-        ("DPLogisticRegression vs LogisticRegression", LogisticRegression,
+    for title, sk, loss, make, y in (
+        ("DPLogisticRegression vs LogisticRegression", LogisticRegression, "logistic",
          lambda s: DPLogisticRegression(1.0, solver=s, data_norm=2.0, classes=[0, 1], random_state=0), yc),
-        ("DPRidge vs Ridge", Ridge,
+        ("DPRidge vs Ridge", Ridge, "squared",
          lambda s: DPRidge(1.0, solver=s, data_norm=2.0, label_bound=8.0, random_state=0), yr),
     ):
         base = best_time(sk, X, y)
         print(f"\n{title} (n={n}, d={d}); sklearn {base * 1e3:.0f} ms")
         print(f"{'solver':<12}{'fit time':>12}{'ratio':>8}{'n_iter_':>9}")
-        for s in SOLVERS:
+        for s in solvers_for(loss):
             t = best_time(lambda: make(s), X, y)
             it = make(s).fit(X, y).n_iter_
             print(f"{s:<12}{t * 1e3:>10.0f}ms{t / base:>8.2f}{it:>9}")

@@ -27,10 +27,15 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skdp import DPLogisticRegression, DPRidge
+from skdp import DPLogisticRegression, DPRidge, list_solvers
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
+
+
+def solvers_for(loss):
+    """Every dense solver (not the l0 sparse ones) that supports ``loss``, from the solver table."""
+    return [r["solver"] for r in list_solvers() if loss in r["losses"] and r["constraint"] != "l0"]
+
 
 
 def _split(loader, stratify):
@@ -44,15 +49,15 @@ def _split(loader, stratify):
 def main(seeds):
     warnings.simplefilter("ignore")
     tasks = [
-        ("breast_cancer (accuracy)", _split(load_breast_cancer, True), LogisticRegression(),
+        ("breast_cancer (accuracy)", _split(load_breast_cancer, True), LogisticRegression(), "logistic",
          lambda eps, solver, s, d: DPLogisticRegression(eps, 1e-5, solver=solver, data_norm=math.sqrt(d),
                                                        classes=[0, 1], random_state=s)),
-        ("diabetes (R^2)", _split(load_diabetes, False), Ridge(),
+        ("diabetes (R^2)", _split(load_diabetes, False), Ridge(), "squared",
          lambda eps, solver, s, d: DPRidge(eps, 1e-5, solver=solver, data_norm=math.sqrt(d),
                                            label_bound=(0.0, 400.0), random_state=s)),
     ]
-    for title, (Xtr, Xte, ytr, yte), baseline, make in tasks:
-        _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds)
+    for title, (Xtr, Xte, ytr, yte), baseline, loss, make in tasks:
+        _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds, solvers_for(loss))
         # the same default solver with the row bound chosen privately (data_norm="auto")
         def auto(eps, solver, s, d, make=make):
             return make(eps, solver, s, d).set_params(data_norm="auto")
@@ -61,7 +66,7 @@ def main(seeds):
                solvers=("dp_gd",))
 
 
-def _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds, solvers=SOLVERS):
+def _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds, solvers):
     d = Xtr.shape[1]
     ref = "" if baseline is None else (
         f", non-private {type(baseline).__name__}: {baseline.fit(Xtr, ytr).score(Xte, yte):.3f}")
