@@ -74,6 +74,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     privacy_events_ : list
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
+    n_rows_clipped_ : int
+        Rows with a value outside ``bounds`` (clipped to them). **Not
+        private**: a diagnostic for the data holder, not covered by
+        ``privacy_spent_``.
     n_features_in_ : int
 
     Examples
@@ -185,6 +189,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         rng = _make_rng(self.random_state)
         r = hi - lo
         Z = (np.clip(X, lo, hi) - lo) / r  # each feature in [0, 1]
+        self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
         zmean = np.clip(Z.mean(axis=0) + draw(rng, scales[0], d), 0.0, 1.0)
         zsecond = Z.var(axis=0) + (Z.mean(axis=0) - 0.5) ** 2  # mean of (z - 1/2)^2, in [0, 1/4]

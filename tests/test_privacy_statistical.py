@@ -12,13 +12,11 @@ on a deliberately under-noised solver (noise divided by 50) must flag it: that i
 evidence the test has power.
 """
 
-import math
-
 import numpy as np
 import pytest
-from scipy.stats import beta
 
 from skdp import DPLogisticRegression, DPRidge
+from skdp.audit import epsilon_lower_bound
 from skdp.solvers import gradient, perturbation
 
 N_FITS = 300  # per world; half choose the threshold, half estimate the rates
@@ -27,31 +25,13 @@ DELTA = 1e-5
 UNDER = 50  # positive control: noise divided by this
 
 
-def _cp_upper(k, n, level):
-    return 1.0 if k >= n else float(beta.ppf(1 - level, k + 1, n - k))
-
-
 def empirical_epsilon_lower_bound(s0, s1, delta=DELTA, level=0.025):
-    """Lower bound on epsilon from scores in world 0 (s0) and world 1 (s1)."""
-    h0, h1 = len(s0) // 2, len(s1) // 2
-    t0, e0 = s0[:h0], s0[h0:]
-    t1, e1 = s1[:h1], s1[h1:]
-    cands = np.unique(np.concatenate([t0, t1]))
+    """Lower bound on epsilon from scores in world 0 (s0) and world 1 (s1): skdp.audit's test.
 
-    def eps_at(a, b, t):
-        fpr_k, fnr_k = int(np.sum(a >= t)), int(np.sum(b < t))
-        fpr, fnr = _cp_upper(fpr_k, len(a), level), _cp_upper(fnr_k, len(b), level)
-        vals = []
-        for x, y in ((fpr, fnr), (fnr, fpr)):
-            if x > 0 and 1 - delta - y > 0:
-                vals.append(math.log((1 - delta - y) / x))
-        return max(vals + [0.0])
-
-    # choose the threshold and the orientation (which world scores higher) on the first
-    # halves, evaluate once on the second halves
-    choices = [(t, sgn) for t in cands for sgn in (1.0, -1.0)]
-    t_best, sgn = max(choices, key=lambda c: eps_at(c[1] * t0, c[1] * t1, c[1] * c[0]))
-    return eps_at(sgn * e0, sgn * e1, sgn * t_best)
+    Threshold and orientation chosen on the first halves, Clopper-Pearson
+    bounds (each at ``level``) on the second halves.
+    """
+    return epsilon_lower_bound(s0, s1, delta, confidence=1 - 2 * level)["epsilon"]
 
 
 def _worlds(kind):

@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
-from ..solvers import get_solver
+from ..solvers import SOLVERS
 from ._base import DPLinearModel, _warn_derived
 
 __all__ = ["DPLogisticRegression"]
@@ -297,6 +297,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         tags = super().__sklearn_tags__()
         # accuracy > 0.83 on make_blobs(n=300) is not guaranteed at epsilon=1
         tags.classifier_tags.poor_score = True
-        if self.solver != "auto" and "multinomial" not in get_solver(self.solver).losses:
+        solver = SOLVERS.get(self.solver) if isinstance(self.solver, str) else None  # tags never raise
+        if solver is not None and "multinomial" not in solver.losses:
             tags.classifier_tags.multi_class = False  # e.g. the L1-ball solvers: binary only
         return tags

@@ -9,7 +9,14 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, indexable
+from sklearn.utils.validation import (
+    _num_features,
+    _num_samples,
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    indexable,
+)
 
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
@@ -283,6 +290,8 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self : object
         """
         cands = self._candidates()
+        # shape checks only (the candidates validate the values): a clear error before any split
+        check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
         n = _num_samples(X)
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:

@@ -8,11 +8,45 @@ References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
 ``seed002_output_perturbation.md`` section 3.1.
 """
 
+import contextlib
 import math
+import threading
 
 import numpy as np
 
-__all__ = ["generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max"]
+__all__ = [
+    "generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max",
+    "scaled_noise",
+]
+
+
+_STATE = threading.local()
+
+
+def _m():
+    """Noise multiplier of this thread: 1 except inside :func:`scaled_noise` (audit positive controls)."""
+    return getattr(_STATE, "multiplier", 1.0)
+
+
+@contextlib.contextmanager
+def scaled_noise(multiplier):
+    """Multiply every noise scale drawn in this thread by ``multiplier`` (positive controls only).
+
+    **Voids every privacy guarantee of what is fitted inside.** It exists so
+    that :func:`skdp.audit.audit` can show that it detects an under-noised
+    mechanism (``noise_multiplier=0.25``); the audit never returns the models
+    it fits. Every sampler in this module honours it, and every noise in skdp
+    is drawn here, so one switch under-noises any solver.
+    """
+    multiplier = float(multiplier)
+    if not (multiplier > 0 and math.isfinite(multiplier)):
+        raise ValueError(f"noise multiplier must be a positive finite number, got {multiplier!r}.")
+    previous = _m()
+    _STATE.multiplier = multiplier
+    try:
+        yield
+    finally:
+        _STATE.multiplier = previous
 
 
 def _shape(size):
@@ -21,12 +55,12 @@ def _shape(size):
 
 def gaussian_noise(rng, sigma, size):
     """Draw ``N(0, sigma^2 I)`` of the given shape."""
-    return rng.normal(0.0, 1.0, size=_shape(size)) * float(sigma)
+    return rng.normal(0.0, 1.0, size=_shape(size)) * (float(sigma) * _m())
 
 
 def laplace_noise(rng, scale, size):
     """Draw i.i.d. ``Laplace(0, scale)`` coordinates (needs an L1 sensitivity)."""
-    return rng.laplace(0.0, float(scale), size=_shape(size))
+    return rng.laplace(0.0, float(scale) * _m(), size=_shape(size))
 
 
 def l2_laplace_noise(rng, scale, size):
@@ -44,14 +78,14 @@ def l2_laplace_noise(rng, scale, size):
     while norm == 0:  # pragma: no cover - probability zero
         direction = rng.normal(0.0, 1.0, size=d)
         norm = np.linalg.norm(direction)
-    radius = rng.gamma(shape=d, scale=float(scale))
+    radius = rng.gamma(shape=d, scale=float(scale) * _m())
     return (radius * direction / norm).reshape(shape)
 
 
 def report_noisy_max(rng, scores, scale):
     """Index of ``argmax(scores + Gumbel(scale))``: the exponential mechanism ``P ~ exp(score/scale)``."""
     scores = np.asarray(scores, dtype=float)
-    return int(np.argmax(scores + rng.gumbel(0.0, float(scale), size=scores.shape)))
+    return int(np.argmax(scores + rng.gumbel(0.0, float(scale) * _m(), size=scores.shape)))
 
 
 def generalized_gaussian_noise(rng, sigma, size, r=2.0):
@@ -76,5 +110,5 @@ def generalized_gaussian_noise(rng, sigma, size, r=2.0):
             break
     h = Y / top
     direction = h / np.linalg.norm(h, ord=r)
-    radius = float(sigma) * math.sqrt(rng.chisquare(d))
+    radius = float(sigma) * _m() * math.sqrt(rng.chisquare(d))
     return (radius * direction).reshape(shape)

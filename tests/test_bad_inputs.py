@@ -1,0 +1,274 @@
+"""Bad-input matrix: every public estimator against every kind of bad input.
+
+Each case must end in a clear ``ValueError`` / ``TypeError`` whose message names
+what was wrong (or, for data beyond the public bounds, in documented clipping
+with a count), never a crash from deep inside numpy, and never a modified
+input array. The matrix size is ``len(DATA_CASES) x len(ESTIMATORS)`` plus one
+invalid-parameter case per parameter and kind of bad value.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.exceptions import NotFittedError
+
+from skdp import (
+    DPLasso,
+    DPLinearSVC,
+    DPLogisticRegression,
+    DPRidge,
+    DPSparseLinearRegression,
+    DPSparseLogisticRegression,
+    DPStandardScaler,
+    PrivacyLeakWarning,
+)
+from skdp.model_selection import DPGridSearchCV
+
+ESTIMATORS = {
+    "DPLogisticRegression": DPLogisticRegression(data_norm=2.0, classes=[0, 1], random_state=0),
+    "DPLinearSVC": DPLinearSVC(data_norm=2.0, classes=[0, 1], random_state=0),
+    "DPSparseLogisticRegression": DPSparseLogisticRegression(classes=[0, 1], n_nonzero_coefs=2, random_state=0),
+    "DPRidge": DPRidge(data_norm=2.0, label_bound=3.0, random_state=0),
+    "DPLasso": DPLasso(label_bound=3.0, random_state=0),
+    "DPSparseLinearRegression": DPSparseLinearRegression(label_bound=3.0, n_nonzero_coefs=2, random_state=0),
+    "DPStandardScaler": DPStandardScaler(bounds=(-1.0, 1.0), random_state=0),
+    "DPGridSearchCV": DPGridSearchCV(DPRidge(data_norm=2.0, label_bound=3.0), {"alpha": [0.1, 1.0]},
+                                     random_state=0),
+}
+
+
+def _data(est, n=30, d=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-0.5, 0.5, (n, d))
+    if is_classifier(est):
+        y = (X[:, 0] > 0).astype(int)
+        y[:2] = [0, 1]
+    else:
+        y = X[:, 0] - X[:, 1]
+    return X, y
+
+
+def _fit(est, X, y):
+    if isinstance(est, DPStandardScaler):
+        return est.fit(X)
+    return est.fit(X, y)
+
+
+def _call_and_check_untouched(fn, *arrays):
+    """Run ``fn``; assert it did not modify any of ``arrays``; return its result or raise its error."""
+    copies = [a.copy() for a in arrays]
+    try:
+        return fn()
+    finally:
+        for a, c in zip(arrays, copies):
+            if sp.issparse(a):
+                assert (a != c).nnz == 0 or np.array_equal(a.data, c.data, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(a, c)
+
+
+# --- data cases: (name, build(est) -> (X, y), expected error type or None, message regex) -------------------
+def _with(value):
+    def build(est):
+        X, y = _data(est)
+        X = X.astype(object) if isinstance(value, str) else X.astype(complex) if isinstance(value, complex) else X
+        X[3, 1] = value
+        return X, y
+    return build
+
+
+def _sparse_nan(est):
+    X, y = _data(est)
+    X = sp.csr_matrix(X)
+    X.data[0] = np.nan
+    return X, y
+
+
+def _y_nan(est):
+    X, y = _data(est)
+    y = y.astype(float)
+    y[4] = np.nan
+    return X, y
+
+
+def _mismatch(est):
+    X, y = _data(est)
+    return X, y[:-1]
+
+
+def _empty(est):
+    X, y = _data(est)
+    return X[:0], y[:0]
+
+
+def _one_d(est):
+    X, y = _data(est)
+    return X[:, 0], y
+
+
+def _three_d(est):
+    X, y = _data(est)
+    return X[:, :, None], y
+
+
+def _no_features(est):
+    X, y = _data(est)
+    return X[:, :0], y
+
+
+def _string_y(est):
+    X, _ = _data(est)
+    return X, np.array(["a", "b"] * 15, dtype=object)
+
+
+def _unseen_label(est):
+    X, y = _data(est)
+    y = y.copy()
+    y[5] = 7
+    return X, y
+
+
+DATA_CASES = [
+    ("nan", _with(np.nan), ValueError, "NaN"),
+    ("inf", _with(np.inf), ValueError, "infinity|inf"),
+    ("-inf", _with(-np.inf), ValueError, "infinity|inf"),
+    ("object string", _with("x"), ValueError, "convert|string|float"),
+    ("complex", _with(1 + 2j), ValueError, "[Cc]omplex"),
+    ("sparse with explicit NaN", _sparse_nan, (ValueError, TypeError), "NaN|[Ss]parse"),
+    ("y with NaN", _y_nan, ValueError, "NaN|label|class"),
+    ("mismatched lengths", _mismatch, ValueError, "inconsistent numbers of samples"),
+    ("empty", _empty, ValueError, "0 sample"),
+    ("1-D X", _one_d, ValueError, "2D array"),
+    ("3-D X", _three_d, ValueError, "dim"),
+    ("no features", _no_features, ValueError, "0 feature"),
+    ("string labels for a regressor / undeclared class", _string_y, ValueError, "class|label|numeric|convert"),
+    ("label outside the declared classes", _unseen_label, ValueError, "class|label"),
+]
+
+
+@pytest.mark.parametrize("case", DATA_CASES, ids=[c[0] for c in DATA_CASES])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_bad_data(name, case):
+    label, build, err, match = case
+    est = clone(ESTIMATORS[name])
+    X, y = build(est)
+    if isinstance(est, DPStandardScaler) and label in ("y with NaN", "mismatched lengths", "string labels for a "
+                                                       "regressor / undeclared class", "label outside the declared "
+                                                       "classes"):
+        pytest.skip("a transformer ignores y")  # documented: DPStandardScaler.fit(X, y=None)
+    if label == "label outside the declared classes" and not is_classifier(est):
+        # for a regressor 7 is a number like any other; beyond label_bound it is clipped (see below)
+        _call_and_check_untouched(lambda: _fit(est, X, y), X, y)
+        return
+    if label.startswith("string labels") and is_classifier(est):
+        # undeclared classes: the public class set is [0, 1]
+        match = "class"
+    with pytest.raises(err, match=match):
+        _call_and_check_untouched(lambda: _fit(est, X, y), *(a for a in (X, y) if hasattr(a, "shape")))
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_one_row_fits_or_says_why(name):
+    est = clone(ESTIMATORS[name])
+    X, y = _data(est)
+    X1, y1 = X[:1].copy(), y[:1].copy()
+    try:
+        _call_and_check_untouched(lambda: _fit(est, X1, y1), X1, y1)
+    except ValueError as exc:
+        assert str(exc), "empty error message"
+    else:
+        out = est.transform(X1) if isinstance(est, DPStandardScaler) else est.predict(X1)
+        assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("name", [n for n in ESTIMATORS if is_classifier(ESTIMATORS[n])])
+def test_one_class(name):
+    X, y = _data(ESTIMATORS[name])
+    y1 = np.ones_like(y)
+    # the class set is public here, so one observed class is a legitimate training set
+    est = _call_and_check_untouched(lambda: clone(ESTIMATORS[name]).fit(X, y1), X, y1)
+    assert list(est.classes_) == [0, 1]
+    # without a public class set there is nothing to learn and no private way to find the classes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="class"):
+            clone(ESTIMATORS[name]).set_params(classes=None).fit(X, y1)
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_data_beyond_the_bounds_is_clipped_and_counted(name):
+    est = clone(ESTIMATORS[name])
+    X, y = _data(est)
+    X = X * 50.0  # far beyond every public bound above
+    y = y * 50.0 if is_regressor(est) or (isinstance(est, DPGridSearchCV)) else y
+    _call_and_check_untouched(lambda: _fit(est, X, y), X, y)
+    fitted = est.best_estimator_ if isinstance(est, DPGridSearchCV) else est
+    assert fitted.n_rows_clipped_ > 0
+    assert math.isfinite(fitted.privacy_spent_.epsilon)
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_predict_side(name):
+    est = clone(ESTIMATORS[name])
+    X, y = _data(est)
+    method = est.transform if isinstance(est, DPStandardScaler) else est.predict
+    with pytest.raises(NotFittedError):
+        method(X)
+    _fit(est, X, y)
+    method = est.transform if isinstance(est, DPStandardScaler) else est.predict
+    with pytest.raises(ValueError, match="features"):
+        method(X[:, :2])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        _call_and_check_untouched(lambda: method(Xn), Xn)
+    _call_and_check_untouched(lambda: method(X * 50), X)
+
+
+# --- invalid parameters: every parameter, two kinds of bad value ----------------------------------------------
+class _Junk:
+    def __repr__(self):
+        return "<junk>"
+
+
+def _param_cases():
+    cases = []
+    for name, est in ESTIMATORS.items():
+        for param in sorted(est.get_params(deep=False)):
+            if param == "estimator":
+                continue
+            cases.append((name, param, _Junk()))
+            if param not in ("solver", "bounds", "label_bound", "classes", "param_grid"):
+                cases.append((name, param, "not-a-valid-value"))
+    return cases
+
+
+PARAM_CASES = _param_cases()
+
+
+@pytest.mark.parametrize("name, param, value", PARAM_CASES,
+                         ids=[f"{n}-{p}-{type(v).__name__}" for n, p, v in PARAM_CASES])
+def test_invalid_parameter_is_named(name, param, value):
+    est = clone(ESTIMATORS[name]).set_params(**{param: value})
+    X, y = _data(est)
+    with pytest.raises((ValueError, TypeError), match=param):
+        _call_and_check_untouched(lambda: _fit(est, X, y), X, y)
+
+
+@pytest.mark.parametrize("name", [n for n in ESTIMATORS if "epsilon" in ESTIMATORS[n].get_params()])
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf, math.nan])
+def test_bad_epsilon_values(name, value):
+    est = clone(ESTIMATORS[name]).set_params(epsilon=value)
+    X, y = _data(est)
+    with pytest.raises(ValueError, match="epsilon"):
+        _fit(est, X, y)
+
+
+def test_matrix_size():
+    """The size reported in the closing note (cases x estimators)."""
+    n_data = len(DATA_CASES) * len(ESTIMATORS)
+    assert n_data == 14 * 8 and len(PARAM_CASES) > 150
