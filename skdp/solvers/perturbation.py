@@ -17,7 +17,10 @@ from ..privacy import (
     objective_perturbation_gaussian,
     objective_perturbation_pure,
     pure_noise_scale,
+    ZCDPEvent,
+    zcdp_rho,
 )
+from ..privacy.discrete import secure_gaussian_release
 from ..penalties import project_l2_ball
 from ._base import Problem, Solver, SolverResult, register
 
@@ -49,6 +52,14 @@ class OutputPerturbation(Solver):
     (pure epsilon-DP); ``delta > 0`` adds Gaussian noise from the analytic
     calibration (the card's suggestion 1; the paper's ``sqrt(2 ln(2/delta))``
     constant is looser). ``T = max_iter`` is fixed in advance; no early stop.
+
+    ``solver_options={"secure_noise": True}`` (``delta > 0``) releases the
+    output floating-point safely instead: rounded to a public power-of-two
+    grid and perturbed with the exact discrete Gaussian
+    (:func:`skdp.privacy.discrete.secure_gaussian_release`), priced as
+    ``rho``-zCDP with ``rho`` the largest value the accountant converts to the
+    target (``privacy_core.md`` section 3) and the rounding's cost added to the
+    sensitivity. About 20% more noise than the analytic Gaussian at epsilon = 1.
     """
 
     name = "output_pert"
@@ -60,6 +71,7 @@ class OutputPerturbation(Solver):
     needs_strong_convexity = True
     summary = "gradient descent + one output noise draw (L2-Laplace or Gaussian)"
     default_max_iter = 40
+    option_keys = {"secure_noise": "release on a power-of-two grid with exact discrete Gaussian noise (zCDP)"}
 
     def sensitivity(self, problem, T):
         mu = problem.penalty.alpha
@@ -72,6 +84,11 @@ class OutputPerturbation(Solver):
     def noise(self, problem, budget, T):
         """(kind, scale, event) for the calibrated output noise."""
         sens = self.sensitivity(problem, T)
+        if problem.options.get("secure_noise", False):
+            if budget.delta == 0:
+                raise ValueError("solver_options['secure_noise'] needs delta > 0 (it uses the discrete Gaussian).")
+            rho = zcdp_rho(budget.epsilon, budget.delta)
+            return "discrete_gaussian", rho, ZCDPEvent(rho)
         if budget.delta == 0:
             scale = pure_noise_scale(sens, budget.epsilon)
             return "l2_laplace", scale, L2LaplaceEvent(sens, scale)
@@ -102,11 +119,14 @@ class OutputPerturbation(Solver):
         for _ in range(T):
             w = project_l2_ball(w - eta * (problem.mean_gradient(w) + alpha * w), radius)
         kind, scale, event = self.noise(problem, budget, T)
-        if kind == "gaussian":
+        info = {"noise": kind, "sensitivity": self.sensitivity(problem, T)}
+        if kind == "discrete_gaussian":
+            w, event, scale, info["grid"] = secure_gaussian_release(rng, w, info["sensitivity"], scale)
+        elif kind == "gaussian":
             w = w + gaussian_noise(rng, scale, w.shape)
         else:
             w = w + l2_laplace_noise(rng, scale, w.shape)
-        return SolverResult(w, T, [event], scale, {"noise": kind, "sensitivity": event.sensitivity})
+        return SolverResult(w, T, [event], scale, info)
 
 
 @register

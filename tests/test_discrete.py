@@ -1,0 +1,140 @@
+"""Floating-point-safe release: exact discrete Gaussian sampler and output_pert's secure_noise mode."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from skdp import DPLogisticRegression, DPRidge
+from skdp.audit import audit
+from skdp.privacy.discrete import (
+    _bernoulli_exp_neg,
+    _discrete_laplace,
+    discrete_gaussian,
+    secure_gaussian_release,
+    secure_grid,
+)
+
+
+@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(3, 10), Fraction(1), Fraction(5, 2)])
+def test_bernoulli_exp_neg_frequency(gamma):
+    rng = np.random.RandomState(0)
+    n = 20000
+    hits = sum(_bernoulli_exp_neg(rng, gamma) for _ in range(n))
+    p = math.exp(-float(gamma))
+    assert abs(hits / n - p) < 5 * math.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def _chi2_pvalue(samples, pmf, support):
+    obs = np.array([np.sum(samples == k) for k in support], dtype=float)
+    exp = pmf * len(samples)
+    keep = exp >= 5
+    obs_k, exp_k = obs[keep], exp[keep]
+    exp_k = exp_k * obs_k.sum() / exp_k.sum()
+    return stats.chisquare(obs_k, exp_k).pvalue
+
+
+def test_discrete_laplace_pmf():
+    rng = np.random.RandomState(1)
+    t = 3
+    z = np.array([_discrete_laplace(rng, t) for _ in range(20000)])
+    ks = np.arange(-40, 41)
+    pmf = np.exp(-np.abs(ks) / t)
+    pmf /= pmf.sum()
+    assert _chi2_pvalue(z, pmf, ks) > 1e-3
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(2), Fraction(7, 3), Fraction(1, 4)])
+def test_discrete_gaussian_pmf(sigma2):
+    rng = np.random.RandomState(2)
+    z = discrete_gaussian(rng, sigma2, 20000)
+    assert z.dtype == np.int64
+    ks = np.arange(-30, 31)
+    pmf = np.exp(-ks.astype(float) ** 2 / (2 * float(sigma2)))
+    pmf /= pmf.sum()
+    assert _chi2_pvalue(z, pmf, ks) > 1e-3
+
+
+def test_discrete_gaussian_is_reproducible_and_rejects_bad_scale():
+    a = discrete_gaussian(np.random.RandomState(5), 3, 50)
+    b = discrete_gaussian(np.random.RandomState(5), 3, 50)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="sigma2"):
+        discrete_gaussian(np.random.RandomState(0), 0, 3)
+
+
+def _rho_for(eps, delta):
+    """Independent: largest rho whose CKS20 Cor. 13 conversion is <= eps (own minimisation over alpha)."""
+    def eps_of(rho):
+        f = lambda a: a * rho + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1)  # noqa: E731
+        return min(f(a) for a in np.exp(np.linspace(math.log(1.001), math.log(1e4), 20000)))
+    return optimize.brentq(lambda r: eps_of(r) - eps, 1e-8, 50, xtol=1e-12)
+
+
+def test_secure_release_grid_noise_scale_and_rounding_cost():
+    rng = np.random.RandomState(3)
+    value = np.array([0.123456789, -2.5, 7.0, 1e-9])
+    sens, eps, delta = 0.05, 1.0, 1e-5
+    rho = _rho_for(eps, delta)
+    out, event, sigma, gamma = secure_gaussian_release(rng, value, sens, rho)
+    # the grid: a power of two, at most 0.1% of the sensitivity per sqrt(d)
+    assert math.log2(gamma) == int(math.log2(gamma))
+    assert gamma * math.sqrt(4) <= sens / 1000 < 2 * gamma * math.sqrt(4)  # the largest such power of two
+    # every output is exactly on the grid
+    np.testing.assert_array_equal(out / gamma, np.rint(out / gamma))
+    # noise scale from the zCDP formula with the rounding's cost in the sensitivity
+    assert event.rho == pytest.approx(rho, rel=1e-9)
+    assert sigma == pytest.approx((sens + gamma * 2) / math.sqrt(2 * rho), rel=1e-12)
+    draws = np.array([secure_gaussian_release(rng, np.zeros(50), sens, rho)[0] for _ in range(60)]).ravel()
+    assert np.std(draws) == pytest.approx(sigma, rel=0.05)
+
+
+def test_secure_release_rejects_bad_input():
+    rng = np.random.RandomState(0)
+    with pytest.raises(ValueError, match="finite"):
+        secure_gaussian_release(rng, np.array([np.nan]), 1.0, 0.1)
+    with pytest.raises(ValueError, match="rho"):
+        secure_gaussian_release(rng, np.zeros(2), 1.0, 0.0)
+    with pytest.raises(ValueError, match="sensitivity"):
+        secure_grid(0.0, 3)
+    with pytest.raises(ValueError, match="too large"):
+        secure_gaussian_release(rng, np.array([1e300]), 1.0, 0.1)
+
+
+def _secure_ridge(**kw):
+    return DPRidge(solver="output_pert", data_norm=1.0, label_bound=1.0, solver_options={"secure_noise": True},
+                   random_state=0, **kw)
+
+
+def test_output_pert_secure_noise_mode():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-0.5, 0.5, (300, 3))
+    y = X @ np.array([1.0, -0.5, 0.0])
+    m = _secure_ridge(epsilon=1.0).fit(X, y)
+    assert m.privacy_spent_.epsilon <= 1.0 + 1e-9 and m.privacy_spent_.delta == 1e-5
+    assert m.solver_info_["noise"] == "discrete_gaussian"
+    # without an intercept and with labels in [-1, 1] the coefficients are the released vector itself
+    raw = _secure_ridge(epsilon=1.0, fit_intercept=False).fit(X, y)
+    g = raw.solver_info_["grid"]
+    assert g > 0 and math.log2(g) == int(math.log2(g))
+    np.testing.assert_array_equal(raw.coef_ / g, np.rint(raw.coef_ / g))
+    assert m.privacy_events_ == list(m.planned_events(300, 3))
+    # the continuous mode at the same budget has less noise (analytic Gaussian vs zCDP)
+    cont = DPRidge(solver="output_pert", data_norm=1.0, label_bound=1.0, random_state=0).fit(X, y)
+    assert cont.noise_scale_ < m.noise_scale_ < 1.35 * cont.noise_scale_
+    with pytest.raises(ValueError, match="secure_noise"):
+        _secure_ridge(epsilon=1.0, delta=0.0).fit(X, y)
+    clf = DPLogisticRegression(solver="output_pert", data_norm=1.0, classes=[0, 1],
+                               solver_options={"secure_noise": True}, random_state=0).fit(X, (y > 0).astype(int))
+    assert clf.privacy_spent_.epsilon <= 1.0 + 1e-9
+
+
+def test_secure_output_pert_audit():
+    est = DPRidge(solver="output_pert", epsilon=2.0, alpha=1.0, max_iter=40, data_norm=1.0, label_bound=1.0,
+                  coef_norm=3.0, fit_intercept=False, solver_options={"secure_noise": True})
+    X0, y0 = np.zeros((40, 2)), np.zeros(40)
+    assert audit(est, X0, y0, n_fits=200, canary_norm=1.0).passed
+    control = audit(est, X0, y0, n_fits=200, canary_norm=1.0, noise_multiplier=0.25)
+    assert control.mu_lower_bound > control.claimed_mu, control
