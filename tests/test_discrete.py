@@ -138,3 +138,19 @@ def test_secure_output_pert_audit():
     assert audit(est, X0, y0, n_fits=200, canary_norm=1.0).passed
     control = audit(est, X0, y0, n_fits=200, canary_norm=1.0, noise_multiplier=0.25)
     assert control.mu_lower_bound > control.claimed_mu, control
+
+
+def test_dpsl_kt_secure_labels():
+    from skdp import DPSparseLinearRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (400, 6))
+    y = 2 * X[:, 0] - X[:, 1]
+    base = dict(epsilon=2.0, n_nonzero_coefs=2, solver="dpsl_kt", label_bound=4.0, random_state=0)
+    m = DPSparseLinearRegression(**base, solver_options={"secure_noise": True}).fit(X, y)
+    assert m.privacy_spent_.epsilon <= 2.0 + 1e-9
+    assert m.privacy_events_ == list(m.planned_events(400, 6))
+    assert type(m.privacy_events_[-1]).__name__ == "ZCDPEvent"
+    cont = DPSparseLinearRegression(**base).fit(X, y)
+    assert cont.noise_scale_ < m.noise_scale_ < 1.35 * cont.noise_scale_
+    assert set(np.flatnonzero(m.coef_)) == {0, 1}

@@ -40,7 +40,10 @@ from ..privacy import (
     gumbel_scale,
     laplace_noise,
     report_noisy_max,
+    ZCDPEvent,
+    zcdp_rho,
 )
+from ..privacy.discrete import secure_gaussian_release
 from ._base import Problem, Solver, SolverResult, get_solver, register
 
 __all__ = [
@@ -300,6 +303,10 @@ class DPSLKT(_SparseSolver):
        ``Delta_2 = ||X~||_op (2G/(n lambda) + 2 tau)`` computed exactly from the
        realised ``X~``, and ``sigma = Delta_2 / mu*(epsilon, delta)`` (one
        Gaussian release, exact GDP; no delta is spent on a random event).
+       With ``solver_options={"secure_noise": True}`` the labels are released
+       floating-point safely (:func:`skdp.privacy.discrete.secure_gaussian_release`:
+       power-of-two grid, exact discrete Gaussian, ``rho``-zCDP with the
+       rounding's cost in ``Delta_2``).
     3. Student: non-private IGHT on the squared loss over ``(X~, y^p)``
        (post-processing), even for the logistic loss: the student estimates the
        teacher's logit coefficients. The teacher is never stored.
@@ -325,6 +332,7 @@ class DPSLKT(_SparseSolver):
         "synthetic_features": '"uniform" or a public feature array',
         "teacher_tol": "teacher accuracy tau relative to G/(n lambda)",
         "student_max_iter": "IGHT iterations of the student",
+        "secure_noise": "synthetic labels on a power-of-two grid with exact discrete Gaussian noise (zCDP)",
     }
 
     def teacher_alpha(self, problem, budget):
@@ -336,6 +344,8 @@ class DPSLKT(_SparseSolver):
         return math.sqrt(val)
 
     def plan(self, problem, budget):
+        if problem.options.get("secure_noise", False):
+            return [ZCDPEvent(zcdp_rho(budget.epsilon, budget.delta))]
         # Delta_2 / sigma = mu* whatever the realised X~ is, so a unit sensitivity prices the same.
         return [GaussianEvent(1.0, calibrate_gaussian(1.0, budget.epsilon, budget.delta))]
 
@@ -412,8 +422,13 @@ class DPSLKT(_SparseSolver):
         top = float(linalg.eigvalsh(gram, subset_by_index=[gram.shape[0] - 1, gram.shape[0] - 1])[0])
         op_norm = math.sqrt(max(top, 0.0)) * (1 + 1e-9)
         sens = op_norm * teacher_sensitivity(problem.clip, problem.n, lam, tau)
-        sigma = sens * calibrate_gaussian(1.0, budget.epsilon, budget.delta)  # = Delta_2 / mu*
-        y_syn = Xs @ theta + gaussian_noise(rng, sigma, Xs.shape[0])
+        if problem.options.get("secure_noise", False):
+            (event,) = self.plan(problem, budget)
+            y_syn, event, sigma, _ = secure_gaussian_release(rng, Xs @ theta, sens, event.rho)
+        else:
+            sigma = sens * calibrate_gaussian(1.0, budget.epsilon, budget.delta)  # = Delta_2 / mu*
+            y_syn = Xs @ theta + gaussian_noise(rng, sigma, Xs.shape[0])
+            event = GaussianEvent(sens, sigma)
         del theta  # the teacher never leaves this function
         m = Xs.shape[0]
         beta = top / m
@@ -426,7 +441,7 @@ class DPSLKT(_SparseSolver):
             student_grad, Xs.shape[1], problem.n_nonzero, eta,
             int(problem.options.get("student_max_iter", 200)), free=problem.free, tol=1e-12,
         )
-        events = [GaussianEvent(sens, sigma)]
+        events = [event]
         info = {"teacher_alpha": lam, "n_synthetic": m, "teacher_tol": tau, "synthetic_op_norm": op_norm,
                 "student_iter": student_iter}
         return SolverResult(w, student_iter, events, sigma, info)
