@@ -8,6 +8,12 @@ For each solver, in the worst-case canary setting of ``skdp.audit.audit_solvers`
 * where the quarter-noise control is not flagged, the largest noise fraction in (1/10, 1/50, 1/1000) that is
   (500 fits per world): how far the analysis is from what one canary can exhibit.
 
+The "mu >=" columns are the mu-GDP lower bounds; a Gaussian mechanism calibrated to (2, 1e-5) is 0.50-GDP, so a
+quarter of its noise makes it at most 2.0-GDP, which only a near-worst-case canary exhibits. Solvers whose
+analysis is loose for every dataset (a share of epsilon spent on a Jacobian bound, a Frank-Wolfe variance term,
+subsampled inner loops with a hidden state, a phase the canary lands in only half the time) stay below 2 at a
+quarter of the noise; the last column says how much less noise it takes to expose them.
+
     python benchmarks/audit_solvers.py              # 2000 fits per world (~15-25 min on 2 cores)
     python benchmarks/audit_solvers.py --fits 300   # quick look
 """
@@ -24,7 +30,7 @@ def main(fits, n_jobs):
     warnings.simplefilter("ignore")
     names = sorted(SOLVERS)
     print(f"{'solver':<14}{'estimator':<28}{'claim':>6}{'eps >=':>8}{'mu >=':>7}{'fits':>6}{'time':>8}"
-          f"{'1/4 noise: eps >=':>19}{'flagged at':>12}")
+          f"{'1/4 noise: eps >=':>19}{'mu >=':>7}{'flagged at':>12}")
     for name in names:
         t0 = time.perf_counter()
         rows = [audit_solvers(e, 1e-5, n_fits=fits, solvers=[name], n_jobs=n_jobs)[0] for e in (1.0, 2.0)]
@@ -37,9 +43,11 @@ def main(fits, n_jobs):
                     flagged = f"1/{k}"
                     break
         for r in rows:
-            assert r.passed, r
+            if not r.passed:
+                print(f"VIOLATION: {r!r}")
             est = r.estimator.split("(")[0]
-            extra = (f"{control.epsilon_lower_bound:>19.2f}{flagged:>12}" if r.claimed_epsilon == 2.0 else "")
+            extra = (f"{control.epsilon_lower_bound:>19.2f}{control.mu_lower_bound:>7.2f}{flagged:>12}"
+                     if r.claimed_epsilon == 2.0 else "")
             print(f"{name:<14}{est:<28}{r.claimed_epsilon:>6g}{r.epsilon_lower_bound:>8.2f}{r.mu_lower_bound:>7.2f}"
                   f"{r.n_fits:>6}{r.elapsed:>7.1f}s{extra}", flush=True)
         per_fit = (time.perf_counter() - t0) / (3 * 2 * fits)

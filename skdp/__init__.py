@@ -9,7 +9,7 @@ the solver actually released.
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
 from . import datasets
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
-from .preprocessing import DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
+from .preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
 
@@ -23,6 +23,7 @@ __all__ = [
     "DPSparseLinearRegression",
     "DPSparseLogisticRegression",
     "datasets",
+    "DPMinMaxScaler",
     "DPStandardScaler",
     "pipeline_privacy_spent",
     "set_pipeline_budget",

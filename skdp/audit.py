@@ -419,14 +419,15 @@ def _solver_cases(epsilon, delta):
         "dp_svrg": ridge("dp_svrg", max_iter=1),
         "dp_svrg_pp": ridge("dp_svrg_pp", max_iter=1),
         "dp_accmd": ridge("dp_accmd", max_iter=3),
-        "noisy_sgd": ridge("noisy_sgd", max_iter=5, solver_options={"batch_size": 40}),
-        "phased_sgd": ridge("phased_sgd", solver_options={"batch_size": 2}),
+        "noisy_sgd": ridge("noisy_sgd", max_iter=5, solver_options={"batch_size": 41}),  # q = 1
+        "phased_sgd": ridge("phased_sgd", solver_options={"batch_size": 41}),  # one step per phase
         "noisy_sfw": ridge("noisy_sfw", data=(Xfw, yfw), solver_options={"batch_size": 1}),
         "noisy_sfw_lp": ridge("noisy_sfw_lp", data=(Xfw, yfw), solver_options={"batch_size": 8, "n_phases": 1}),
         "obj_pert_svrg": (DPLogisticRegression(solver="obj_pert_svrg", alpha=1.0, classes=[0, 1], coef_norm=0.3,
                                                **common), (X0, c0)),
-        "nsgd_moreau": (DPLinearSVC(alpha=0.1, classes=[0, 1], coef_norm=3.0, max_iter=5,
-                                    solver_options={"batch_size": 40}, **common), (X0, c0)),
+        # a small radius makes the envelope's smoothing beta large, so its gradient is the hinge's, |x|
+        "nsgd_moreau": (DPLinearSVC(alpha=0.1, classes=[0, 1], coef_norm=0.3, max_iter=2,
+                                    solver_options={"batch_size": 41}, **common), (X0, c0)),
     }
     for solver in ("dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"):
         est = DPSparseLinearRegression(

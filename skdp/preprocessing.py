@@ -2,7 +2,7 @@
 
 import math
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
@@ -13,18 +13,61 @@ from ._utils import dp_steps
 from .exceptions import PrivacyLeakWarning
 from .linear_model._base import _make_rng
 from .privacy import (
+    BoundedRangeEvent,
     GaussianEvent,
     L2LaplaceEvent,
     PrivacyBudget,
     active_ledger,
+    calibrate_bounded_range,
     calibrate_gaussian,
     gaussian_noise,
     l2_laplace_noise,
     price,
+    private_quantile,
     pure_noise_scale,
 )
 
-__all__ = ["DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
+__all__ = ["DPMinMaxScaler", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
+
+
+def _public_bounds(bounds, n_features):
+    """Validated per-feature ``(lower, upper)`` arrays from public ``bounds`` (``None`` stays ``None``)."""
+    if bounds is None:
+        return None
+    if len(bounds) != 2:
+        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}.")
+    try:
+        lo = np.broadcast_to(np.asarray(bounds[0], dtype=float), (n_features,)).copy()
+        hi = np.broadcast_to(np.asarray(bounds[1], dtype=float), (n_features,)).copy()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bounds must be numbers or arrays of shape ({n_features},), got {bounds!r}.") from exc
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
+        raise ValueError(f"bounds must be finite with lower < upper for every feature, got {bounds!r}.")
+    return lo, hi
+
+
+def _charge_and_bound(scaler, X, privacy_ledger):
+    """Charge the ledger (before reading X), validate X, and return ``(X, lower, upper, derived)``.
+
+    ``derived`` is True when the bounds were read from the data (with a
+    :class:`~skdp.PrivacyLeakWarning`; the caller reports an infinite epsilon).
+    """
+    ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+    if ledger is not None:
+        nf = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+        ledger.charge(scaler.planned_events(_num_samples(X), nf), label=type(scaler).__name__)
+    X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True)
+    pb = _public_bounds(scaler.bounds, X.shape[1])
+    if pb is not None:
+        return X, pb[0], pb[1], False
+    lo, hi = X.min(axis=0).astype(float), X.max(axis=0).astype(float)
+    warnings.warn(
+        "bounds were not given, so they were read from the data; this voids the privacy "
+        "guarantee (privacy_spent_.epsilon is inf). Pass public bounds.",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+    return X, lo, np.where(hi > lo, hi, lo + 1.0), True
 
 
 class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -111,15 +154,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def _public_bounds(self, n_features):
-        if self.bounds is None:
-            return None
-        if len(self.bounds) != 2:
-            raise ValueError(f"bounds must be a pair (lower, upper), got {self.bounds!r}.")
-        lo = np.broadcast_to(np.asarray(self.bounds[0], dtype=float), (n_features,)).copy()
-        hi = np.broadcast_to(np.asarray(self.bounds[1], dtype=float), (n_features,)).copy()
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
-            raise ValueError(f"bounds must be finite with lower < upper for every feature, got {self.bounds!r}.")
-        return lo, hi
+        return _public_bounds(self.bounds, n_features)
 
     def _sensitivities(self, lo, hi, n):
         # Released in units of each feature's range: z = (clip(x) - lower) / r in [0, 1].
@@ -166,24 +201,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
-        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
-        if ledger is not None:
-            nf = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
-            ledger.charge(self.planned_events(_num_samples(X), nf), label="DPStandardScaler")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=True)
+        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
-        pb = self._public_bounds(d)
-        derived = pb is None
-        if derived:
-            pb = (X.min(axis=0).astype(float), X.max(axis=0).astype(float))
-            pb = (pb[0], np.where(pb[1] > pb[0], pb[1], pb[0] + 1.0))
-            warnings.warn(
-                "bounds were not given, so they were read from the data; this voids the privacy "
-                "guarantee (privacy_spent_.epsilon is inf). Pass public bounds.",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
-        lo, hi = pb
         sens = self._sensitivities(lo, hi, n)
         events, scales = self._events(sens)
         rng = _make_rng(self.random_state)
@@ -221,6 +240,167 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = np.asarray(X, dtype=float)
         return X * self.scale_ + self.mean_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Scale each feature to ``feature_range`` using private low and high quantiles.
+
+    For every feature, the ``quantile`` and ``1 - quantile`` quantiles are
+    chosen by the exponential mechanism over a public grid of ``n_grid``
+    points spanning the public ``bounds`` (:func:`skdp.privacy.private_quantile`:
+    score ``-|#{x_ij <= t} - q n|``, sensitivity 1 under **replace-one**
+    neighbours with public ``n``). The ``2 d`` selections are
+    ``eps0``-bounded-range each, with ``eps0`` the largest value whose
+    composition the accountant prices at ``(epsilon, delta)``
+    (``privacy_core.md`` section 3; the same calibration as the Frank-Wolfe
+    solvers). Quantiles rather than the minimum and maximum: the extremes have
+    unbounded sensitivity in rank terms and would be chosen nearly at random.
+    :meth:`transform` clips to the private range, so every output lies in
+    ``feature_range`` (a public bound for the next step, e.g. a
+    ``data_norm`` of ``sqrt(d) * max|feature_range|``).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-5
+        ``0`` gives pure epsilon-DP (basic composition of the selections).
+    bounds : (lower, upper) or None, default=None
+        Public per-feature bounds (scalars or arrays); the candidate grid
+        spans them. ``None`` reads them from the data with a
+        :class:`~skdp.PrivacyLeakWarning`; ``privacy_spent_`` is then infinite.
+    feature_range : (min, max), default=(0, 1)
+    quantile : float, default=0.02
+        The private range is ``[q-quantile, (1-q)-quantile]``; values outside
+        are clipped.
+    n_grid : int, default=64
+        Public candidates per feature (evenly spaced over ``bounds``).
+    random_state : int, RandomState instance or None, default=None
+
+    Attributes
+    ----------
+    data_min_, data_max_, data_range_ : ndarray of shape (n_features,)
+        The private range.
+    scale_, min_ : ndarray of shape (n_features,)
+        ``transform(X) = clip(X, data_min_, data_max_) * scale_ + min_``.
+    bounds_ : tuple of ndarrays
+    privacy_spent_ : PrivacyBudget
+    privacy_events_ : list
+    selection_epsilon_ : float
+        ``eps0`` of each of the ``2 d`` selections.
+    n_rows_clipped_ : int
+        Rows with a value outside ``bounds``. **Not private** (a diagnostic).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.preprocessing import DPMinMaxScaler
+    >>> X = np.random.RandomState(0).uniform(0, 10, size=(5000, 2))
+    >>> sc = DPMinMaxScaler(epsilon=1.0, bounds=(0, 10), random_state=0).fit(X)
+    >>> bool(np.all(sc.transform(X) >= 0) and np.all(sc.transform(X) <= 1))
+    True
+    >>> sc.privacy_spent_.epsilon <= 1.0
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "bounds": [tuple, list, None],
+        "feature_range": [tuple, list],
+        "quantile": [Interval(Real, 0, 0.5, closed="neither")],
+        "n_grid": [Interval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, epsilon=1.0, delta=1e-5, *, bounds=None, feature_range=(0, 1), quantile=0.02, n_grid=64,
+                 random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bounds = bounds
+        self.feature_range = feature_range
+        self.quantile = quantile
+        self.n_grid = n_grid
+        self.random_state = random_state
+
+    def _check(self):
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        fr = self.feature_range
+        if len(fr) != 2 or not all(isinstance(v, Real) and math.isfinite(v) for v in fr) or not fr[0] < fr[1]:
+            raise ValueError(f"feature_range must be (min, max) with min < max, got {fr!r}.")
+
+    def _selection_epsilon(self, n_features):
+        return calibrate_bounded_range(2 * int(n_features), self.epsilon, self.delta)
+
+    def planned_events(self, n_samples, n_features=None):
+        """Events a fit releases (``None``: bounds come from the data)."""
+        self._validate_params()
+        self._check()
+        if self.bounds is None:
+            return None
+        nf = n_features if n_features is not None else np.size(self.bounds[0])
+        nf = max(int(nf), 1)
+        _public_bounds(self.bounds, nf)
+        return [BoundedRangeEvent(self._selection_epsilon(nf), 2 * nf)]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, privacy_ledger=None):
+        """Choose the private range of every feature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+        privacy_ledger : PrivacyLedger or None, default=None
+
+        Returns
+        -------
+        self : object
+        """
+        self._check()
+        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
+        n, d = X.shape
+        eps0 = self._selection_epsilon(d)
+        rng = _make_rng(self.random_state)
+        data_min, data_max = np.empty(d), np.empty(d)
+        for j in range(d):
+            grid = np.linspace(lo[j], hi[j], int(self.n_grid))
+            col = np.clip(X[:, j], lo[j], hi[j])
+            data_min[j] = private_quantile(col, self.quantile, eps0, rng, grid)[0]
+            data_max[j] = private_quantile(col, 1 - self.quantile, eps0, rng, grid)[0]
+            if data_max[j] <= data_min[j]:  # post-processing: one grid step at least
+                step = grid[1] - grid[0]
+                data_min[j], data_max[j] = min(data_min[j], data_max[j]), max(data_min[j], data_max[j]) + step
+        a, b = (float(v) for v in self.feature_range)
+        self.bounds_ = (lo, hi)
+        self.data_min_, self.data_max_ = data_min, data_max
+        self.data_range_ = data_max - data_min
+        self.scale_ = (b - a) / self.data_range_
+        self.min_ = a - data_min * self.scale_
+        self.selection_epsilon_ = eps0
+        self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
+        self.privacy_events_ = [BoundedRangeEvent(eps0, 2 * d)]
+        spent = price(self.privacy_events_, self.delta).budget
+        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
+        return self
+
+    def transform(self, X):
+        """Scale with the private range (values outside it are clipped)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True)
+        return np.clip(X, self.data_min_, self.data_max_) * self.scale_ + self.min_
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform` (inside the private range)."""
+        check_is_fitted(self)
+        X = np.asarray(X, dtype=float)
+        return (X - self.min_) / self.scale_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

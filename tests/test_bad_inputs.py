@@ -23,11 +23,13 @@ from skdp import (
     DPRidge,
     DPSparseLinearRegression,
     DPSparseLogisticRegression,
+    DPMinMaxScaler,
     DPStandardScaler,
     PrivacyLeakWarning,
 )
 from skdp.model_selection import DPGridSearchCV
 
+TRANSFORMERS = (DPStandardScaler, DPMinMaxScaler)
 ESTIMATORS = {
     "DPLogisticRegression": DPLogisticRegression(data_norm=2.0, classes=[0, 1], random_state=0),
     "DPLinearSVC": DPLinearSVC(data_norm=2.0, classes=[0, 1], random_state=0),
@@ -36,6 +38,7 @@ ESTIMATORS = {
     "DPLasso": DPLasso(label_bound=3.0, random_state=0),
     "DPSparseLinearRegression": DPSparseLinearRegression(label_bound=3.0, n_nonzero_coefs=2, random_state=0),
     "DPStandardScaler": DPStandardScaler(bounds=(-1.0, 1.0), random_state=0),
+    "DPMinMaxScaler": DPMinMaxScaler(bounds=(-1.0, 1.0), random_state=0),
     "DPGridSearchCV": DPGridSearchCV(DPRidge(data_norm=2.0, label_bound=3.0), {"alpha": [0.1, 1.0]},
                                      random_state=0),
 }
@@ -53,7 +56,7 @@ def _data(est, n=30, d=3, seed=0):
 
 
 def _fit(est, X, y):
-    if isinstance(est, DPStandardScaler):
+    if isinstance(est, TRANSFORMERS):
         return est.fit(X)
     return est.fit(X, y)
 
@@ -156,7 +159,7 @@ def test_bad_data(name, case):
     label, build, err, match = case
     est = clone(ESTIMATORS[name])
     X, y = build(est)
-    if isinstance(est, DPStandardScaler) and label in ("y with NaN", "mismatched lengths", "string labels for a "
+    if isinstance(est, TRANSFORMERS) and label in ("y with NaN", "mismatched lengths", "string labels for a "
                                                        "regressor / undeclared class", "label outside the declared "
                                                        "classes"):
         pytest.skip("a transformer ignores y")  # documented: DPStandardScaler.fit(X, y=None)
@@ -181,7 +184,7 @@ def test_one_row_fits_or_says_why(name):
     except ValueError as exc:
         assert str(exc), "empty error message"
     else:
-        out = est.transform(X1) if isinstance(est, DPStandardScaler) else est.predict(X1)
+        out = est.transform(X1) if isinstance(est, TRANSFORMERS) else est.predict(X1)
         assert np.all(np.isfinite(out))
 
 
@@ -215,11 +218,11 @@ def test_data_beyond_the_bounds_is_clipped_and_counted(name):
 def test_predict_side(name):
     est = clone(ESTIMATORS[name])
     X, y = _data(est)
-    method = est.transform if isinstance(est, DPStandardScaler) else est.predict
+    method = est.transform if isinstance(est, TRANSFORMERS) else est.predict
     with pytest.raises(NotFittedError):
         method(X)
     _fit(est, X, y)
-    method = est.transform if isinstance(est, DPStandardScaler) else est.predict
+    method = est.transform if isinstance(est, TRANSFORMERS) else est.predict
     with pytest.raises(ValueError, match="features"):
         method(X[:, :2])
     Xn = X.copy()
@@ -271,4 +274,4 @@ def test_bad_epsilon_values(name, value):
 def test_matrix_size():
     """The size reported in the closing note (cases x estimators)."""
     n_data = len(DATA_CASES) * len(ESTIMATORS)
-    assert n_data == 14 * 8 and len(PARAM_CASES) > 150
+    assert n_data == 14 * 9 and len(PARAM_CASES) > 150

@@ -8,11 +8,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp import DPLogisticRegression, PrivacyBudget, PrivacyLeakWarning, PrivacyLedger
-from skdp.privacy import gdp_mu, price
-from skdp.preprocessing import DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
+from skdp.privacy import BoundedRangeEvent, gdp_mu, price
+from skdp.preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 
 
-@parametrize_with_checks([DPStandardScaler(random_state=0)])
+@parametrize_with_checks([DPStandardScaler(random_state=0), DPMinMaxScaler(bounds=(-10, 10), random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -86,3 +86,79 @@ def test_pipeline_budget_helpers():
     assert ledger.spent().epsilon >= 0.99
     assert price([ev for s in pipe for ev in s.privacy_events_], 1e-5).budget.epsilon == pytest.approx(
         pipeline_privacy_spent(pipe, delta=1e-5).epsilon, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# DPMinMaxScaler
+# ------------------------------------------------------------------------------------------
+def test_minmax_selection_epsilon_is_the_largest_that_fits():
+    X = np.random.RandomState(0).uniform(0, 1, size=(100, 3))
+    for eps, delta in [(1.0, 1e-5), (0.5, 0.0)]:
+        sc = DPMinMaxScaler(eps, delta, bounds=(0, 1), random_state=0).fit(X)
+        eps0 = sc.selection_epsilon_
+        # independent check: 6 bounded-range selections priced by the accountant
+        assert price([BoundedRangeEvent(eps0, 6)], delta).budget.epsilon <= eps * (1 + 1e-9)
+        assert price([BoundedRangeEvent(eps0 * 1.01, 6)], delta).budget.epsilon > eps
+        assert sc.privacy_spent_.epsilon <= eps * (1 + 1e-9)
+        assert sc.privacy_events_ == sc.planned_events(100, 3)
+    # pure DP: basic composition, eps0 = eps / (2 d)
+    assert DPMinMaxScaler(0.6, 0.0, bounds=(0, 1)).fit(X).selection_epsilon_ == pytest.approx(0.1, rel=1e-5)
+
+
+def test_minmax_range_and_transform():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(2, 6, size=(20000, 2))
+    sc = DPMinMaxScaler(1.0, bounds=(0, 10), quantile=0.02, random_state=0).fit(X)
+    # private 2% / 98% quantiles of U(2, 6) are 2.08 / 5.92, up to the public grid step 10/63
+    np.testing.assert_allclose(sc.data_min_, 2.08, atol=0.17)
+    np.testing.assert_allclose(sc.data_max_, 5.92, atol=0.17)
+    Z = sc.transform(X * 3)  # far outside: clipped into the range
+    assert Z.min() >= 0 and Z.max() <= 1
+    Xc = np.clip(X[:5], sc.data_min_, sc.data_max_)
+    np.testing.assert_allclose(sc.inverse_transform(sc.transform(X[:5])), Xc)
+    sc2 = DPMinMaxScaler(1.0, bounds=(0, 10), feature_range=(-1, 1), random_state=0).fit(X)
+    assert sc2.transform(X).min() >= -1 and sc2.transform(X).max() <= 1
+
+
+def test_minmax_bad_parameters_and_derived_bounds():
+    X = np.zeros((5, 2))
+    with pytest.raises(ValueError, match="feature_range"):
+        DPMinMaxScaler(bounds=(0, 1), feature_range=(1, 0)).fit(X)
+    with pytest.raises(ValueError, match="bounds"):
+        DPMinMaxScaler(bounds=(1, 0)).fit(X)
+    with pytest.raises(ValueError, match="bounds"):
+        DPMinMaxScaler(bounds=([0, 0, 0], 1)).fit(X)
+    with pytest.warns(PrivacyLeakWarning):
+        sc = DPMinMaxScaler().fit(np.random.RandomState(0).randn(20, 2))
+    assert math.isinf(sc.privacy_spent_.epsilon)
+
+
+def test_minmax_empirical_privacy_and_positive_control():
+    """One row moved from the lower to the upper bound; the released upper quantile of feature 0."""
+    from skdp.audit import epsilon_lower_bound
+    from skdp.privacy.mechanisms import scaled_noise
+
+    rng = np.random.RandomState(0)
+    base = rng.uniform(0.45, 0.55, size=(40, 1))  # the canary alone decides where the top quantile lies
+    d0, d1 = base.copy(), base.copy()
+    d0[0], d1[0] = 0.0, 1.0
+
+    def scores(mult):
+        with scaled_noise(mult):
+            return [np.array([DPMinMaxScaler(1.0, bounds=(0, 1), quantile=0.02, n_grid=8, random_state=k)
+                              .fit(D).data_max_[0] for k in range(600)]) for D in (d1, d0)]
+
+    assert epsilon_lower_bound(*scores(1.0), 1e-5)["epsilon"] <= 1.0
+    assert epsilon_lower_bound(*scores(0.05), 1e-5)["epsilon"] > 1.0
+
+
+def test_minmax_in_a_pipeline_budget():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(0, 4, size=(400, 3))
+    y = (X[:, 0] > 2).astype(int)
+    pipe = make_pipeline(DPMinMaxScaler(bounds=(0, 4), random_state=0),
+                         DPLogisticRegression(data_norm=math.sqrt(3), classes=[0, 1], random_state=0))
+    set_pipeline_budget(pipe, 1.0, 1e-5, n_samples=400, n_features=3)
+    pipe.fit(X, y)
+    assert pipeline_privacy_spent(pipe, 1e-5).epsilon <= 1.0 + 1e-9
+    assert pipe.score(X, y) > 0.8
