@@ -421,7 +421,9 @@ def _solver_cases(epsilon, delta):
         "dp_accmd": ridge("dp_accmd", max_iter=3),
         "noisy_sgd": ridge("noisy_sgd", max_iter=5, solver_options={"batch_size": 41}),  # q = 1
         "phased_sgd": ridge("phased_sgd", solver_options={"batch_size": 41}),  # one step per phase
-        "noisy_sfw": ridge("noisy_sfw", data=(Xfw, yfw), solver_options={"batch_size": 1}),
+        # a small radius makes the Lipschitz bound L0 = R (R r + B) nearly the canary's gradient R B
+        "noisy_sfw": ridge("noisy_sfw", data=(np.zeros((3, 2)), np.zeros(3)), coef_norm=0.1,
+                           solver_options={"batch_size": 2}),
         "noisy_sfw_lp": ridge("noisy_sfw_lp", data=(Xfw, yfw), solver_options={"batch_size": 8, "n_phases": 1}),
         "obj_pert_svrg": (DPLogisticRegression(solver="obj_pert_svrg", alpha=1.0, classes=[0, 1], coef_norm=0.3,
                                                **common), (X0, c0)),
@@ -432,7 +434,7 @@ def _solver_cases(epsilon, delta):
     for solver in ("dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"):
         est = DPSparseLinearRegression(
             epsilon=epsilon, delta=delta, n_nonzero_coefs=3, solver=solver, clip_norm=1.0, label_bound=1.0,
-            fit_intercept=False, max_iter=3 if solver in ("dp_ight", "dp_fw_l1") else None,
+            fit_intercept=False, max_iter={"dp_ight": 3, "dp_fw_l1": 1}.get(solver),
             solver_options={"n_blocks": 4} if solver == "two_stage" else None)
         cases[solver] = (est, (X0, y0))
     return cases
