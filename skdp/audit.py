@@ -304,7 +304,7 @@ def audit(estimator, X=None, y=None, *, n_fits=500, canary_norm=None, canary_lab
     noise_multiplier : float, default=1.0
         Positive control: every noise draw of the audited fits is scaled by
         this (``0.25`` = a quarter of the calibrated noise). The fitted models
-        are discarded; a correct audit should then report a violation.
+        are discarded; an audit with power should then report a violation.
     n_jobs : int or None
         Fits run in parallel with joblib.
     random_state : int, RandomState instance or None, default=0
