@@ -148,7 +148,7 @@ def main(seeds):
         metric = "accuracy" if task == "clf" else "R^2"
         print(f"\n{name} ({metric}; n_train={len(ytr)}, d={d}; sklearn {base:.3f} in {t_sk * 1e3:.0f} ms; "
               f"mean of {len(seeds)} seeds)")
-        print(f"| library | " + " | ".join(f"eps={e:g}" for e in EPS) + " | fit time / sklearn |")
+        print("| library | " + " | ".join(f"eps={e:g}" for e in EPS) + " | fit time / sklearn |")
         print("|---" * (len(EPS) + 2) + "|")
         for label, res in results.items():
             cells = " | ".join(f"{res[e][0]:.3f}" for e in EPS)
