@@ -421,6 +421,9 @@ def _solver_cases(epsilon, delta):
         "dp_accmd": ridge("dp_accmd", max_iter=3),
         "noisy_sgd": ridge("noisy_sgd", max_iter=5, solver_options={"batch_size": 41}),  # q = 1
         "phased_sgd": ridge("phased_sgd", solver_options={"batch_size": 41}),  # one step per phase
+        # smoothing is post-processing of the noisy gradient; it spreads the canary over neighbouring
+        # coordinates, which a one-coordinate score would miss, so the audit runs the DP-SGD core
+        "dp_lssgd": ridge("dp_lssgd", max_iter=5, solver_options={"batch_size": 41, "ls_sigma": 0.0}),
         # a small radius makes the Lipschitz bound L0 = R (R r + B) nearly the canary's gradient R B
         "noisy_sfw": ridge("noisy_sfw", data=(np.zeros((3, 2)), np.zeros(3)), coef_norm=0.1,
                            solver_options={"batch_size": 2}),

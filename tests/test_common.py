@@ -30,8 +30,16 @@ NEW_ESTIMATORS = (
     + [DPLasso(solver=s, label_bound=5.0, random_state=0) for s in ["noisy_sfw", "dp_accmd"]]
     + [DPLinearSVC(solver=s, random_state=0) for s in ["nsgd_moreau", "noisy_sgd"]]
 )
+NONCONVEX = ["dp_lssgd"]
+NONCONVEX_ESTIMATORS = ([DPLogisticRegression(solver=s, random_state=0) for s in NONCONVEX]
+                        + [DPRidge(solver=s, random_state=0) for s in NONCONVEX])
 
 
 @parametrize_with_checks(NEW_ESTIMATORS)
 def test_sklearn_compatible_new_solvers(estimator, check):
+    check(estimator)
+
+
+@parametrize_with_checks(NONCONVEX_ESTIMATORS)
+def test_sklearn_compatible_nonconvex_solvers(estimator, check):
     check(estimator)

@@ -19,6 +19,12 @@ from ..solvers import SOLVERS, Problem, get_solver
 __all__ = ["DPLinearModel"]
 
 
+def _intercept_row(fit_intercept, X, n_features):
+    """Index of the intercept's constant column (the last one) when there is one."""
+    p = X.shape[1] if X is not None else n_features
+    return int(p) - 1 if (fit_intercept and p) else None
+
+
 def _make_rng(random_state):
     """``None`` -> a fresh generator seeded from OS entropy (never numpy's global one)."""
     if random_state is None:
@@ -129,6 +135,7 @@ class DPLinearModel(BaseEstimator):
             n_features=n_features,
             constraint=constraint,
             inf_norm_bound=inf_norm_bound,
+            intercept_index=_intercept_row(self.fit_intercept, X, n_features),
             options=dict(self.solver_options or {}),
         )
 

@@ -1,7 +1,7 @@
 """DP solvers. Each registers itself under its ``solver=`` id."""
 
 from ._base import SOLVERS, Problem, Solver, SolverResult, get_solver, register
-from . import constrained, gradient, perturbation, sgd, sparse  # noqa: F401  (registration)
+from . import constrained, gradient, nonconvex, perturbation, sgd, sparse  # noqa: F401  (registration)
 
 __all__ = ["SOLVERS", "Problem", "Solver", "SolverResult", "get_solver", "register", "list_solvers"]
 

@@ -42,6 +42,8 @@ class Problem:
     constraint: object = None
     #: public bound on ``max_j |x_ij|`` when tighter than ``data_norm`` (coordinate clipping)
     inf_norm_bound: float = None
+    #: row of ``coef`` that holds the intercept (its constant column), else ``None``
+    intercept_index: int = None
 
     @property
     def n(self):

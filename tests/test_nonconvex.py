@@ -1,0 +1,153 @@
+"""Nonconvex-capable solvers (seed 002 Alg. 2, seed 004 ch. 4-5): dp_lssgd so far."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from skdp import DPLogisticRegression, DPRidge
+from skdp.audit import audit_solvers
+from skdp.privacy import PoissonGaussianEvent, price
+from skdp.solvers import get_solver
+from skdp.solvers.gradient import poisson_sample
+from skdp.solvers.nonconvex import laplacian_smooth, ls_beta, ls_gamma
+
+
+# ------------------------------------------------------------------------------------------
+# Laplacian smoothing (card section D)
+# ------------------------------------------------------------------------------------------
+def _dense_A(sigma, d):
+    """``I - sigma L`` with the periodic Laplacian, built entry by entry (accumulating, card D.3)."""
+    A = np.eye(d)
+    for i in range(d):
+        A[i, i] += 2 * sigma
+        A[i, (i + 1) % d] -= sigma
+        A[i, (i - 1) % d] -= sigma
+    return A
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 10, 17])
+@pytest.mark.parametrize("sigma", [0.0, 0.5, 3.0])
+def test_fft_smoothing_is_the_dense_solve(d, sigma):
+    rng = np.random.RandomState(d)
+    v = rng.randn(d, 3)
+    ref = np.linalg.solve(_dense_A(sigma, d), v)
+    np.testing.assert_allclose(laplacian_smooth(v, sigma, axis=0), ref, atol=1e-12)
+    np.testing.assert_allclose(laplacian_smooth(v[:, 0], sigma), ref[:, 0], atol=1e-12)
+
+
+def test_ls_constants_match_sums_and_card_tables():
+    for sigma in (0.5, 1.0, 3.0):
+        for d in (5, 64):
+            lam = np.linalg.eigvalsh(_dense_A(sigma, d))
+            assert ls_gamma(sigma, d) == pytest.approx(np.mean(1 / lam), rel=1e-10)
+            assert ls_beta(sigma, d) == pytest.approx(np.mean(1 / lam**2), rel=1e-10)
+    # card D.4 (Tables 5.3, 5.4), identical for d = 1000, 10000
+    for sigma, g, b in zip([1, 2, 3, 4, 5], [0.447, 0.333, 0.277, 0.243, 0.218],
+                           [0.268, 0.185, 0.149, 0.128, 0.114]):
+        for d in (1000, 10000):
+            assert round(ls_gamma(sigma, d), 3) == g
+            assert round(ls_beta(sigma, d), 3) == b
+
+
+# ------------------------------------------------------------------------------------------
+# dp_lssgd (card section E)
+# ------------------------------------------------------------------------------------------
+def _data(n=300, d=6, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-1, 1, (n, d)) / math.sqrt(d)
+    y = (X[:, 0] - X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def test_dp_lssgd_noise_multiplier_is_the_accountants():
+    X, y = _data()
+    m = DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    b, T = m.solver_info_["batch_size"], m.n_iter_
+    assert b == math.ceil(math.sqrt(300)) and T == min(2000, math.ceil(5 * 300 / b))
+    z = m.solver_info_["noise_multiplier"]
+    q = b / 300
+    # independent check: the accountant prices the schedule at the target, and 1% less noise exceeds it
+    assert price([PoissonGaussianEvent(q, z, T)], 1e-5).budget.epsilon <= 1.0 + 1e-9
+    assert price([PoissonGaussianEvent(q, 0.99 * z, T)], 1e-5).budget.epsilon > 1.0
+    # std on the mean is z G / b; the logistic gradients are clipped at their largest norm at w = 0,
+    # G = data_norm / 2 (the estimator's documented clip)
+    assert m.noise_scale_ == pytest.approx(z * 0.5 / b)
+    assert m.privacy_spent_.epsilon <= 1.0 + 1e-9
+    assert m.privacy_events_ == list(m.planned_events(300, 6))
+
+
+def test_dp_lssgd_with_ls_sigma_zero_is_dp_sgd():
+    """ls_sigma = 0 must be plain DP-SGD: re-run the same draws by hand (logistic, no intercept)."""
+    X, y = _data(n=120, d=4)
+    est = DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=1.0, classes=[0, 1], fit_intercept=False,
+                               alpha=0.01, max_iter=15, solver_options={"ls_sigma": 0.0, "batch_size": 10},
+                               random_state=3).fit(X, y)
+    z = est.solver_info_["noise_multiplier"]
+    eta = est.solver_info_["learning_rate"]
+    rng = np.random.RandomState(3)
+    w = np.zeros(4)
+    ys = 2 * y - 1
+    for t in range(1, 16):
+        rows = poisson_sample(rng, 120, 10 / 120)  # the library's sampler (tested on its own)
+        margin = ys[rows] * (X[rows] @ w)
+        per_example = -X[rows] * (ys[rows] / (1 + np.exp(margin)))[:, None]
+        norms = np.linalg.norm(per_example, axis=1)
+        per_example *= np.minimum(1.0, 0.5 / np.maximum(norms, 1e-300))[:, None]  # clip at G = 1/2
+        g = per_example.sum(axis=0) / 10 + 0.01 * w
+        g = g + rng.normal(0.0, 1.0, size=4) * (z * 0.5 / 10)
+        w = w - eta / math.sqrt(t) * g
+    np.testing.assert_allclose(est.coef_.ravel(), w, rtol=1e-10, atol=1e-12)
+
+
+def test_dp_lssgd_smooths_after_adding_noise():
+    """With all-zero data the first update is -eta A^{-1} n: its variance is ls_beta times that of n."""
+    d = 16
+    X, y = np.zeros((50, d)), np.zeros(50)
+    draws = []
+    for seed in range(300):
+        m = DPRidge(1.0, solver="dp_lssgd", data_norm=1.0, label_bound=1.0, fit_intercept=False, max_iter=1,
+                    solver_options={"ls_sigma": 3.0, "batch_size": 10}, random_state=seed).fit(X, y)
+        draws.append(m.coef_ / (m.solver_info_["learning_rate"] * m.noise_scale_))
+    var = np.var(np.array(draws))
+    assert var == pytest.approx(ls_beta(3.0, d), rel=0.08)  # noise after smoothing would give 1
+    assert ls_beta(3.0, d) < 0.2
+
+
+def test_dp_lssgd_leaves_the_intercept_unsmoothed():
+    solver = get_solver("dp_lssgd")
+
+    class P:
+        intercept_index = 3
+
+    v = np.arange(4.0)
+    out = solver.smooth(P, v, 2.0)
+    assert out[3] == 3.0 and not np.allclose(out[:3], v[:3])
+
+
+def test_dp_lssgd_utility_and_options():
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    sc = StandardScaler().fit(Xtr)
+    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    acc = np.mean([DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=math.sqrt(30), classes=[0, 1],
+                                        random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
+    assert acc > 0.85
+    for bad, match in [({"ls_sigma": -1.0}, "ls_sigma"), ({"output": "best"}, "output"),
+                       ({"learning_rate": 0.0}, "learning_rate"), ({"batch_size": 0}, "batch_size")]:
+        with pytest.raises(ValueError, match=match):
+            DPLogisticRegression(solver="dp_lssgd", data_norm=1.0, classes=[0, 1], solver_options=bad).fit(Xtr, ytr)
+    avg = DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=math.sqrt(30), classes=[0, 1],
+                               solver_options={"output": "average"}, random_state=0).fit(Xtr, ytr)
+    assert avg.score(Xte, yte) > 0.8
+
+
+@pytest.mark.parametrize("solver", ["dp_lssgd"])
+def test_nonconvex_solver_audit(solver):
+    (r,) = audit_solvers(2.0, 1e-5, n_fits=300, solvers=[solver])
+    assert r.passed, r
+    (control,) = audit_solvers(2.0, 1e-5, n_fits=500, solvers=[solver], noise_multiplier=0.25)
+    assert control.mu_lower_bound > control.claimed_mu, control
