@@ -424,6 +424,11 @@ def _solver_cases(epsilon, delta):
         # smoothing is post-processing of the noisy gradient; it spreads the canary over neighbouring
         # coordinates, which a one-coordinate score would miss, so the audit runs the DP-SGD core
         "dp_lssgd": ridge("dp_lssgd", max_iter=5, solver_options={"batch_size": 41, "ls_sigma": 0.0}),
+        # R rounds out of N: the canary's influence on w_R grows with R; N small keeps R near N
+        "rrpsgd": ridge("rrpsgd", max_iter=3, solver_options={"batch_size": 41}),
+        # momentum 1: every release is a clipped full-batch gradient, the bound 2 C1 is attained at w = 0
+        "dp_srm": ridge("dp_srm", max_iter=3, solver_options={"batch_size": 41, "momentum": 1.0,
+                                                              "iterate": "last"}),
         # a small radius makes the Lipschitz bound L0 = R (R r + B) nearly the canary's gradient R B
         "noisy_sfw": ridge("noisy_sfw", data=(np.zeros((3, 2)), np.zeros(3)), coef_norm=0.1,
                            solver_options={"batch_size": 2}),

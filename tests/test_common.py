@@ -30,9 +30,10 @@ NEW_ESTIMATORS = (
     + [DPLasso(solver=s, label_bound=5.0, random_state=0) for s in ["noisy_sfw", "dp_accmd"]]
     + [DPLinearSVC(solver=s, random_state=0) for s in ["nsgd_moreau", "noisy_sgd"]]
 )
-NONCONVEX = ["dp_lssgd"]
-NONCONVEX_ESTIMATORS = ([DPLogisticRegression(solver=s, random_state=0) for s in NONCONVEX]
-                        + [DPRidge(solver=s, random_state=0) for s in NONCONVEX])
+NONCONVEX = ["dp_lssgd", "rrpsgd", "dp_srm"]
+# max_iter=30 keeps the checks fast (the defaults run up to 2000 Poisson steps); every code path is the same
+NONCONVEX_ESTIMATORS = ([DPLogisticRegression(solver=s, max_iter=30, random_state=0) for s in NONCONVEX]
+                        + [DPRidge(solver=s, max_iter=30, random_state=0) for s in NONCONVEX])
 
 
 @parametrize_with_checks(NEW_ESTIMATORS)

@@ -1,4 +1,4 @@
-"""Nonconvex-capable solvers (seed 002 Alg. 2, seed 004 ch. 4-5): dp_lssgd so far."""
+"""Nonconvex-capable solvers: dp_lssgd, rrpsgd, dp_srm (seed 002 Alg. 2, seed 004 ch. 4-5)."""
 
 import math
 
@@ -145,9 +145,111 @@ def test_dp_lssgd_utility_and_options():
     assert avg.score(Xte, yte) > 0.8
 
 
-@pytest.mark.parametrize("solver", ["dp_lssgd"])
+@pytest.mark.parametrize("solver", ["dp_lssgd", "rrpsgd", "dp_srm"])
 def test_nonconvex_solver_audit(solver):
     (r,) = audit_solvers(2.0, 1e-5, n_fits=300, solvers=[solver])
     assert r.passed, r
     (control,) = audit_solvers(2.0, 1e-5, n_fits=500, solvers=[solver], noise_multiplier=0.25)
     assert control.mu_lower_bound > control.claimed_mu, control
+
+
+# ------------------------------------------------------------------------------------------
+# rrpsgd (seed 002, section 2)
+# ------------------------------------------------------------------------------------------
+def test_rrpsgd_calibration_and_random_round():
+    X, y = _data(n=200, d=5)
+    fits = [DPLogisticRegression(1.0, solver="rrpsgd", data_norm=1.0, classes=[0, 1], max_iter=6,
+                                 random_state=s).fit(X, y) for s in range(300)]
+    m = fits[0]
+    b, N = m.solver_info_["batch_size"], m.solver_info_["max_rounds"]
+    assert (b, N) == (math.ceil(math.sqrt(200)), 6)
+    z = m.solver_info_["noise_multiplier"]
+    assert price([PoissonGaussianEvent(b / 200, z, N)], 1e-5).budget.epsilon <= 1.0 + 1e-9
+    assert price([PoissonGaussianEvent(b / 200, 0.99 * z, N)], 1e-5).budget.epsilon > 1.0
+    # privacy is counted over all N rounds whatever R is; R is uniform on {1..N}
+    rounds = np.array([f.solver_info_["rounds"] for f in fits])
+    assert all(f.privacy_events_ == m.privacy_events_ == list(m.planned_events(200, 5)) for f in fits)
+    counts = np.bincount(rounds, minlength=7)[1:]
+    assert counts.min() > 0 and set(rounds) <= set(range(1, 7))
+    from scipy.stats import chisquare
+    assert chisquare(counts).pvalue > 1e-3
+
+
+def test_rrpsgd_runs_exactly_r_noisy_sgd_rounds():
+    X, y = _data(n=100, d=3)
+    est = DPLogisticRegression(2.0, solver="rrpsgd", data_norm=1.0, classes=[0, 1], fit_intercept=False,
+                               alpha=0.0, max_iter=20, solver_options={"batch_size": 8, "learning_rate": 0.5},
+                               random_state=7).fit(X, y)
+    z, R = est.solver_info_["noise_multiplier"], est.solver_info_["rounds"]
+    rng = np.random.RandomState(7)
+    assert int(rng.randint(1, 21)) == R
+    w, ys = np.zeros(3), 2 * y - 1
+    for _ in range(R):
+        rows = poisson_sample(rng, 100, 8 / 100)
+        per_example = -X[rows] * (ys[rows] / (1 + np.exp(ys[rows] * (X[rows] @ w))))[:, None]
+        norms = np.linalg.norm(per_example, axis=1)
+        per_example *= np.minimum(1.0, 0.5 / np.maximum(norms, 1e-300))[:, None]
+        w = w - 0.5 * (per_example.sum(axis=0) / 8 + rng.normal(0.0, 1.0, size=3) * (z * 0.5 / 8))
+    np.testing.assert_allclose(est.coef_.ravel(), w, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# dp_srm (seed 004, chapter 4)
+# ------------------------------------------------------------------------------------------
+def test_dp_srm_calibration():
+    X, y = _data(n=300, d=5)
+    m = DPLogisticRegression(1.0, solver="dp_srm", data_norm=1.0, classes=[0, 1], random_state=0,
+                             solver_options={"initial_batch_size": 40}).fit(X, y)
+    info, T = m.solver_info_, m.n_iter_
+    b, b0, z = info["batch_size"], info["initial_batch_size"], info["noise_multiplier"]
+    assert (b, b0, T) == (18, 40, min(2000, math.ceil(4 * 300 / 18)))
+    events = [PoissonGaussianEvent(b0 / 300, z, 1), PoissonGaussianEvent(b / 300, z, T - 1)]
+    assert m.privacy_events_ == events == list(m.planned_events(300, 5))
+    assert price(events, 1e-5).budget.epsilon <= 1.0 + 1e-9
+    assert price([PoissonGaussianEvent(b0 / 300, 0.99 * z, 1), PoissonGaussianEvent(b / 300, 0.99 * z, T - 1)],
+                 1e-5).budget.epsilon > 1.0
+    # later releases: per-example bound S = gamma C1 + (1 - gamma) C2 with C1 = G = 1/2, C2 = 0.1 G, gamma = 0.1
+    S = 0.1 * 0.5 + 0.9 * 0.05
+    assert m.noise_scale_ == pytest.approx(z * S / b)
+
+
+def test_dp_srm_without_noise_on_full_batches_is_gradient_descent():
+    """Full batches, clips above every per-example term, (almost) no noise: v^t = grad F(theta^t) (GD)."""
+    from skdp.privacy.mechanisms import scaled_noise
+
+    X, y = _data(n=60, d=3)
+    with scaled_noise(1e-12):
+        est = DPRidge(1.0, solver="dp_srm", data_norm=1.0, label_bound=1.0, fit_intercept=False, alpha=0.1,
+                      max_iter=12, random_state=0,
+                      solver_options={"batch_size": 60, "initial_batch_size": 60, "momentum": 0.3,
+                                      "diff_clip": 2.0, "learning_rate": 0.5, "iterate": "last"}).fit(X, y - 0.5)
+    yc = y - 0.5
+    w = np.zeros(3)
+    for _ in range(12):
+        w = w - 0.5 * (X.T @ (X @ w - yc) / 60 + 0.1 * w)
+    np.testing.assert_allclose(est.coef_, w, rtol=1e-8, atol=1e-10)
+
+
+def test_dp_srm_options_and_theory_constants():
+    X, y = _data()
+    for bad, match in [({"momentum": 0.0}, "momentum"), ({"diff_clip": -1}, "diff_clip"),
+                       ({"iterate": "best"}, "iterate"), ({"initial_batch_size": 0}, "initial_batch_size")]:
+        with pytest.raises(ValueError, match=match):
+            DPLogisticRegression(solver="dp_srm", data_norm=1.0, classes=[0, 1], solver_options=bad).fit(X, y)
+    c = get_solver("dp_srm").theory_constants(G=1.0, L=0.25, D_F=math.log(2), d=10, n=10000, epsilon=1.0,
+                                              delta=1e-5)
+    zeta = (0.25 * math.log(2) * 10 * math.log(1e5)) ** 0.25 / math.sqrt(10000)
+    assert c["zeta"] == pytest.approx(zeta)
+    assert c["n0"] == pytest.approx(0.25 * math.log(2) / zeta)
+    assert c["T"] == int(4 * c["n0"] * 0.25 * math.log(2) / zeta**2) + 1
+
+
+@pytest.mark.parametrize("solver", ["rrpsgd", "dp_srm"])
+def test_new_solvers_learn(solver):
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    sc = StandardScaler().fit(Xtr)
+    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    acc = np.mean([DPLogisticRegression(2.0, solver=solver, data_norm=math.sqrt(30), classes=[0, 1],
+                                        random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
+    assert acc > 0.85

@@ -18,12 +18,13 @@ import math
 
 import numpy as np
 
-from ..privacy import PoissonGaussianEvent, gaussian_noise
+from ..losses import clip_derivatives
+from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
 from ._base import Solver, SolverResult, register
 from .gradient import poisson_sample
 from .sgd import _noise_multiplier
 
-__all__ = ["DPLSSGD", "laplacian_smooth", "ls_gamma", "ls_beta"]
+__all__ = ["DPLSSGD", "DPSRM", "RRPSGD", "laplacian_smooth", "ls_gamma", "ls_beta"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -210,3 +211,241 @@ class DPLSSGD(_PoissonSolver):
         event = PoissonGaussianEvent(q, z, T)
         info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "ls_sigma": sigma_ls}
         return SolverResult(coef, T, [event], std, info)
+
+
+# ---------------------------------------------------------------------------------------
+# rrpsgd
+# ---------------------------------------------------------------------------------------
+@register
+class RRPSGD(_PoissonSolver):
+    """``rrpsgd``: random-round private SGD; returns the iterate after a random number of rounds.
+
+    Card: ``seed002_output_perturbation.md`` section 2 (Alg. 2) with the
+    accountant calibration the card suggests in 2.4 (its "rdp" mode) and the
+    library decision on subsampled solvers: each round adds Gaussian noise to
+    the clipped mean gradient of a **Poisson** batch (expected size ``b``;
+    ``b = 1`` is the paper's one example per round) and steps
+    ``w <- w - eta (g + z)``. The number of rounds ``R`` is drawn before the
+    data is touched, uniformly from ``{1, ..., N}`` (the card's distribution
+    ``P`` for a constant step), and ``w_R`` is returned: neither the last
+    iterate of ``N`` nor an average. Privacy is counted over all ``N`` rounds
+    whatever ``R`` turns out to be (``w_R`` is post-processing of the first
+    ``R <= N`` releases), so ``privacy_spent_`` does not depend on ``R``. The
+    paper's closed-form noise (valid only for epsilon <= 1 and one-of-n
+    sampling, which the accountant does not price) is not offered.
+
+    Defaults: ``b = ceil(sqrt(n))``; ``N = min(2000, ceil(n^2 / b))`` (the
+    paper's ``n^2`` single-example rounds read ``n^2`` examples; ``N`` rounds of
+    ``b`` read as many, capped for run time; ``max_iter`` sets ``N``); constant
+    step ``eta = min(1/beta, 1/(sigma_G sqrt(N)))`` with
+    ``sigma_G^2 = G^2 + p s^2`` the second-moment bound of the noisy gradient
+    (card 2.6, with ``s`` the noise std and ``p`` the dimension).
+
+    ``solver_options``: ``batch_size``, ``learning_rate``.
+    """
+
+    name = "rrpsgd"
+    card = "seed002_output_perturbation.md, section 2 (Alg. 2), accountant calibration of 2.4 ('rdp')"
+    source = "Zhang, Zheng, Mou, Wang 2017, Alg. 2 (RRPSGD)"
+    summary = "private SGD stopped after a uniformly random number of rounds, Poisson sampling, RDP-calibrated"
+    defaults = "b = ceil(sqrt n), N = min(2000, n^2/b) rounds, R ~ U{1..N}, eta = min(1/beta, 1/(sigma_G sqrt N))"
+    option_keys = {
+        "batch_size": "expected Poisson batch size b (1 = the paper)",
+        "learning_rate": "constant step eta",
+    }
+
+    def steps(self, problem, b):
+        if problem.max_iter:
+            return int(problem.max_iter)
+        return int(min(self.default_max_steps, max(1, math.ceil(problem.n**2 / b))))
+
+    def plan(self, problem, budget):
+        b = self.batch_size(problem)
+        N = self.steps(problem, b)
+        q = b / problem.n
+        return [PoissonGaussianEvent(q, self.multiplier(problem, budget, q, N), N)]
+
+    def step_size(self, problem, std, N):
+        eta = problem.options.get("learning_rate")
+        if eta is not None:
+            return self.learning_rate(problem)
+        G = problem.gradient_bound
+        sigma_g = math.sqrt(G**2 + int(np.prod(problem.coef_shape)) * std**2)
+        beta = problem.smoothness + problem.penalty.alpha
+        return min(1.0 / beta, 1.0 / (sigma_g * math.sqrt(N)))
+
+    def solve(self, problem, budget, rng):
+        n = problem.n
+        b = self.batch_size(problem)
+        N = self.steps(problem, b)
+        q = b / n
+        z = self.multiplier(problem, budget, q, N)
+        std = z * problem.gradient_bound / b
+        eta = self.step_size(problem, std, N)
+        R = int(rng.randint(1, N + 1))  # drawn before the data is read; P is uniform for a constant step
+        w = np.zeros(problem.coef_shape)
+        for _ in range(R):
+            rows = poisson_sample(rng, n, q)
+            g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
+            w = w - eta * (g + gaussian_noise(rng, std, w.shape))
+        event = PoissonGaussianEvent(q, z, N)
+        info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "rounds": R, "max_rounds": N}
+        return SolverResult(w, N, [event], std, info)
+
+
+# ---------------------------------------------------------------------------------------
+# dp_srm
+# ---------------------------------------------------------------------------------------
+@register
+class DPSRM(_PoissonSolver):
+    """``dp_srm``: differentially private stochastic recursive momentum, clipped mode.
+
+    Card: ``seed004_nonconvex_lssgd_distributed.md`` section B (Alg. 4) in its
+    clipped mode (B.3 "Clipped mode", what the experiments run) with both
+    reviewer corrections of B.4: the paper's closed-form noise is not used
+    (non-private outside its lemma's conditions) and the accountant prices the
+    releases actually made. The estimator is the STORM recursion on the
+    **released** noisy estimate:
+
+    * ``v_p^0 = (1/b0) sum_{i in B_0} clip(grad l_i(theta^0), C1) + grad r(theta^0) + u^0``;
+    * ``theta^{t+1} = theta^t - eta v_p^t``;
+    * ``v_p^{t+1} = (1/b) sum_{i in B} [gamma a_i + (1 - gamma) d_i] + (1 - gamma) v_p^t
+      + grad r(theta^{t+1}) - (1 - gamma) grad r(theta^t) + u^{t+1}``,
+      with ``a_i = clip(grad l_i(theta^{t+1}), C1)`` and
+      ``d_i = clip(grad l_i(theta^{t+1}) - grad l_i(theta^t), C2)`` on the **same** batch;
+
+    ``r`` the data-independent penalty (outside the clipping). Replace-one
+    changes one per-example term by at most ``2 C1`` at step 0 and
+    ``2 S = 2 (gamma C1 + (1 - gamma) C2)`` after, so each release is a Poisson
+    subsampled Gaussian with noise std ``z C1 / b0`` (step 0) and ``z S / b``
+    (later steps), one multiplier ``z`` calibrated by the accountant for the
+    ``T`` releases ``v_p^0 .. v_p^{T-1}`` (``v_p^T`` is never computed). The
+    returned ``theta`` is drawn uniformly from ``theta^0 .. theta^{T-1}``
+    (Alg. 4, ``iterate="random"``) or is the last one; privacy is the same.
+
+    ``C1`` is the estimator's per-example gradient bound ``G``. Defaults:
+    ``C2 = 0.1 G`` and ``gamma = 0.1`` (card B.6 uses ``C2 = gamma = 0.01`` with
+    ``C1 = 1`` for thousands of steps; on a few hundred rows and ``T`` of order
+    100 the first release's noise must decay faster), ``b = b0 = ceil(sqrt(n))``,
+    ``T = min(2000, 4 n / b)`` (four passes), ``eta = 1/(beta + alpha)``.
+    :meth:`theory_constants` gives Thm 4.5.4's constants for reproduction.
+
+    ``solver_options``: ``batch_size``, ``initial_batch_size``, ``diff_clip``
+    (``C2``), ``momentum`` (``gamma``), ``learning_rate``, ``iterate``.
+    """
+
+    name = "dp_srm"
+    card = "seed004_nonconvex_lssgd_distributed.md, section B (Alg. 4), clipped mode, reviewer corrections of B.4"
+    source = "Wang 2021 (dissertation), ch. 4, Alg. 4 (DP-SRM)"
+    summary = "DP stochastic recursive momentum (STORM) with gradient and gradient-difference clipping"
+    defaults = ("b = b0 = ceil(sqrt n), T = min(2000, 4n/b), C2 = 0.1 G, gamma = 0.1, eta = 1/(beta + alpha), "
+                "random iterate")
+    option_keys = {
+        "batch_size": "expected Poisson batch size b",
+        "initial_batch_size": "expected size b0 of the first batch",
+        "diff_clip": "clip norm C2 of the per-example gradient differences",
+        "momentum": "gamma in (0, 1]",
+        "learning_rate": "constant step eta",
+        "iterate": '"random" (Alg. 4) or "last"',
+    }
+    default_passes = 4
+
+    def params(self, problem):
+        G = float(problem.gradient_bound)
+        C2 = float(problem.options.get("diff_clip", 0.1 * G))
+        gamma = float(problem.options.get("momentum", 0.1))
+        if not (C2 > 0 and math.isfinite(C2)):
+            raise ValueError(f"diff_clip must be a positive number, got {C2!r}.")
+        if not 0 < gamma <= 1:
+            raise ValueError(f"momentum must be in (0, 1], got {gamma!r}.")
+        iterate = problem.options.get("iterate", "random")
+        if iterate not in ("random", "last"):
+            raise ValueError(f"iterate must be 'random' or 'last', got {iterate!r}.")
+        b = self.batch_size(problem)
+        b0 = problem.options.get("initial_batch_size")
+        b0 = b if b0 is None else int(b0)
+        if b0 < 1:
+            raise ValueError(f"initial_batch_size must be >= 1, got {b0!r}.")
+        return G, C2, gamma, iterate, b, min(b0, problem.n)
+
+    @staticmethod
+    def _events(n, b0, b, T, z):
+        events = [PoissonGaussianEvent(b0 / n, z, 1)]
+        if T > 1:
+            events.append(PoissonGaussianEvent(b / n, z, T - 1))
+        return events
+
+    def multiplier_srm(self, problem, budget, b0, b, T):
+        z, _ = calibrate(lambda z: self._events(problem.n, b0, b, T, z), budget.epsilon, budget.delta,
+                         relation=budget.relation, initial=1.0, rtol=1e-4)
+        return z
+
+    def plan(self, problem, budget):
+        _, _, _, _, b, b0 = self.params(problem)
+        T = self.steps(problem, b)
+        return self._events(problem.n, b0, b, T, self.multiplier_srm(problem, budget, b0, b, T))
+
+    @staticmethod
+    def _derivatives(problem, rows, w):
+        Xb = problem.X[rows]
+        return Xb, problem.loss.derivative(Xb @ w, problem.y[rows]), problem.norms[rows]
+
+    def solve(self, problem, budget, rng):
+        n = problem.n
+        G, C2, gamma, iterate, b, b0 = self.params(problem)
+        T = self.steps(problem, b)
+        z = self.multiplier_srm(problem, budget, b0, b, T)
+        S = gamma * G + (1 - gamma) * C2
+        std0, std = z * G / b0, z * S / b
+        eta = self.learning_rate(problem)
+        pick = int(rng.randint(T)) if iterate == "random" else None  # before the data is read
+        theta = np.zeros(problem.coef_shape)
+        rows = poisson_sample(rng, n, b0 / n)
+        v = (self._clipped_sum(problem, rows, theta, G) / b0 + self.penalty_gradient(problem, theta)
+             + gaussian_noise(rng, std0, theta.shape))
+        chosen = theta if pick == 0 else None
+        for t in range(1, T):
+            new = theta - eta * v
+            rows = poisson_sample(rng, n, b / n)
+            contrib = np.zeros_like(theta)
+            if rows.size:
+                Xb, S_new, norms = self._derivatives(problem, rows, new)
+                _, S_old, _ = self._derivatives(problem, rows, theta)
+                vector = np.ndim(S_new) == 2
+                a = clip_derivatives(S_new, norms, G, vector=vector)
+                dlt = clip_derivatives(S_new - S_old, norms, C2, vector=vector)
+                contrib = np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
+            v = (contrib / b + (1 - gamma) * v + self.penalty_gradient(problem, new)
+                 - (1 - gamma) * self.penalty_gradient(problem, theta) + gaussian_noise(rng, std, theta.shape))
+            theta = new
+            if pick == t:
+                chosen = theta
+        coef = chosen if iterate == "random" else theta - eta * v
+        info = {"batch_size": b, "initial_batch_size": b0, "diff_clip": C2, "momentum": gamma,
+                "learning_rate": eta, "noise_multiplier": z, "returned_iterate": pick if pick is not None else T}
+        return SolverResult(coef, T, self._events(n, b0, b, T, z), std, info)
+
+    @staticmethod
+    def _clipped_sum(problem, rows, w, G):
+        if rows.size == 0:
+            return np.zeros_like(w)
+        Xb = problem.X[rows]
+        S = problem.loss.derivative(Xb @ w, problem.y[rows])
+        S = clip_derivatives(S, problem.norms[rows], G, vector=np.ndim(S) == 2)
+        return np.asarray(Xb.T @ S)
+
+    @staticmethod
+    def theory_constants(G, L, D_F, d, n, epsilon, delta):
+        """Thm 4.5.4's hyperparameters (card B.6 theory mode), for reproducing the paper's setting.
+
+        Returns a dict with ``zeta``, ``n0``, ``momentum`` (``gamma``), ``batch_size`` (``b``),
+        ``initial_batch_size`` (``b0``) and ``T``. ``D_F`` must be a public bound on
+        ``F(theta^0) - inf F`` (e.g. ``ln 2`` for the logistic loss at 0). Privacy is still the
+        accountant's for the schedule run; these only set the schedule.
+        """
+        zeta = math.sqrt(G) * (L * D_F * d * math.log(1 / delta)) ** 0.25 / math.sqrt(n * epsilon)
+        n0 = L * D_F / zeta
+        return {"zeta": zeta, "n0": n0, "momentum": min(1.0, math.sqrt(2) * zeta / n0),
+                "batch_size": max(1, int(round(G**2 / (L * D_F)))),
+                "initial_batch_size": max(1, int(round(G**2 / (zeta * L * D_F)))),
+                "T": int(4 * n0 * L * D_F / zeta**2) + 1}
