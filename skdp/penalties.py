@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-__all__ = ["L2Penalty", "NormBall", "project_l1_ball", "project_l2_ball", "hard_threshold"]
+__all__ = ["L2Penalty", "NonconvexPenalty", "NormBall", "project_l1_ball", "project_l2_ball", "hard_threshold"]
 
 
 def project_l2_ball(w, radius):
@@ -30,8 +30,15 @@ class L2Penalty:
         self.alpha = float(alpha)
         self.radius = radius
 
+    #: solvers that need strong convexity or a prox can use this penalty
+    convex = True
+
     @property
     def strong_convexity(self):
+        return self.alpha
+
+    @property
+    def smoothness(self):
         return self.alpha
 
     def value(self, w):
@@ -46,6 +53,42 @@ class L2Penalty:
         Shrinking then projecting is exact: both are radial.
         """
         return project_l2_ball(w / (1.0 + step * self.alpha), self.radius)
+
+
+class NonconvexPenalty:
+    """``lam * sum_j w_j^2 / (1 + w_j^2)``: the nonconvex penalty of the papers' experiments.
+
+    ``seed004_nonconvex_lssgd_distributed.md`` section B.2 (lambda = 1e-3 in
+    Sec. 4.7.1). Data-independent, so it is added outside the clipping and
+    never enters a sensitivity. Its gradient is ``2 lam w / (1 + w^2)^2``
+    (coordinate-wise) and its curvature lies in ``[-lam/2, 2 lam]``, so it is
+    ``2 lam``-smooth. It has no strong convexity and no cheap prox, so only
+    the gradient solvers that take it explicitly (``dp_gd``, ``dp_lssgd``,
+    ``rrpsgd``, ``dp_srm``) accept it. Like the L2 penalty, it covers every
+    coordinate (the intercept column included).
+    """
+
+    convex = False
+    radius = None
+
+    def __init__(self, lam):
+        self.lam = float(lam)
+
+    #: no L2 part: the solvers' ``alpha`` terms vanish
+    alpha = 0.0
+    strong_convexity = 0.0
+
+    @property
+    def smoothness(self):
+        return 2.0 * self.lam
+
+    def value(self, w):
+        w = np.asarray(w, dtype=float)
+        return self.lam * float(np.sum(w * w / (1.0 + w * w)))
+
+    def gradient(self, w):
+        w = np.asarray(w, dtype=float)
+        return 2.0 * self.lam * w / (1.0 + w * w) ** 2
 
 
 def hard_threshold(v, s, free=None):

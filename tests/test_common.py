@@ -33,7 +33,9 @@ NEW_ESTIMATORS = (
 NONCONVEX = ["dp_lssgd", "rrpsgd", "dp_srm"]
 # max_iter=30 keeps the checks fast (the defaults run up to 2000 Poisson steps); every code path is the same
 NONCONVEX_ESTIMATORS = ([DPLogisticRegression(solver=s, max_iter=30, random_state=0) for s in NONCONVEX]
-                        + [DPRidge(solver=s, max_iter=30, random_state=0) for s in NONCONVEX])
+                        + [DPRidge(solver=s, max_iter=30, random_state=0) for s in NONCONVEX]
+                        + [DPLogisticRegression(solver=s, penalty="nonconvex", max_iter=30, random_state=0)
+                           for s in ["dp_gd", "dp_srm"]])
 
 
 @parametrize_with_checks(NEW_ESTIMATORS)

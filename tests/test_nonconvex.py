@@ -253,3 +253,58 @@ def test_new_solvers_learn(solver):
     acc = np.mean([DPLogisticRegression(2.0, solver=solver, data_norm=math.sqrt(30), classes=[0, 1],
                                         random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
     assert acc > 0.85
+
+
+# ------------------------------------------------------------------------------------------
+# the nonconvex penalty (seed 004, ch. 4 experiments)
+# ------------------------------------------------------------------------------------------
+def test_nonconvex_penalty_value_gradient_smoothness():
+    from skdp.penalties import NonconvexPenalty
+
+    pen = NonconvexPenalty(0.3)
+    rng = np.random.RandomState(0)
+    w = rng.randn(7) * 2
+    h = 1e-6
+    num = np.array([(pen.value(w + h * e) - pen.value(w - h * e)) / (2 * h) for e in np.eye(7)])
+    np.testing.assert_allclose(pen.gradient(w), num, rtol=1e-6, atol=1e-9)
+    t = np.linspace(-5, 5, 2001)
+    curvature = np.gradient(pen.gradient(t), t)  # coordinate-wise second derivative
+    assert curvature.max() <= pen.smoothness * (1 + 1e-3) and curvature.max() > 0.99 * pen.smoothness
+    assert curvature.min() < 0  # genuinely nonconvex
+    assert pen.alpha == 0.0 and not pen.convex
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_lssgd", "rrpsgd", "dp_srm"])
+def test_nonconvex_penalty_runs_within_budget(solver):
+    X, y = _data(n=400, d=8)
+    for eps in (0.2, 0.5, 1.0):
+        m = DPLogisticRegression(eps, solver=solver, penalty="nonconvex", alpha=1e-3, data_norm=1.0,
+                                 classes=[0, 1], max_iter=40, random_state=0).fit(X, y)
+        assert m.privacy_spent_.epsilon <= eps * (1 + 1e-9)
+        assert np.all(np.isfinite(m.coef_))
+
+
+def test_nonconvex_penalty_is_refused_by_l2_only_solvers():
+    X, y = _data()
+    for solver in ("output_pert", "obj_pert", "dp_svrg", "noisy_sgd"):
+        with pytest.raises(ValueError, match="penalty='nonconvex' is not supported"):
+            DPLogisticRegression(solver=solver, penalty="nonconvex", data_norm=1.0, classes=[0, 1]).fit(X, y)
+    with pytest.raises(ValueError, match="penalty"):
+        DPRidge(penalty="l1", label_bound=1.0).fit(X, y)
+
+
+def test_dp_gd_without_noise_finds_a_stationary_point_of_the_nonconvex_objective():
+    from skdp.privacy.mechanisms import scaled_noise
+
+    X, y = _data(n=200, d=4)
+    y = np.where(np.random.RandomState(1).uniform(size=200) < 0.2, 1 - y, y)  # not separable: a minimiser exists
+    lam = 0.05
+    with scaled_noise(1e-12):
+        m = DPLogisticRegression(1.0, solver="dp_gd", penalty="nonconvex", alpha=lam, data_norm=1.0,
+                                 classes=[0, 1], fit_intercept=False, max_iter=2000, random_state=0).fit(X, y)
+    w, ys = m.coef_.ravel(), 2 * y - 1
+    derivative = -ys / (1 + np.exp(ys * (X @ w)))
+    derivative = np.clip(derivative * np.linalg.norm(X, axis=1), -0.5, 0.5) / np.maximum(
+        np.linalg.norm(X, axis=1), 1e-300)  # the estimator's clipped (Huber-type) logistic gradient
+    grad = X.T @ derivative / 200 + 2 * lam * w / (1 + w**2) ** 2
+    assert np.linalg.norm(grad) < 1e-6

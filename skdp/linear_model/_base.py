@@ -12,7 +12,7 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 
 from ..bounds import bound_features, row_norms
 from ..exceptions import PrivacyLeakWarning
-from ..penalties import L2Penalty
+from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
 from ..solvers import SOLVERS, Problem, get_solver
 
@@ -45,6 +45,7 @@ class DPLinearModel(BaseEstimator):
         "delta": [Interval(Real, 0, 1, closed="left")],
         "solver": [StrOptions({"auto"} | {n for n, s in SOLVERS.items() if s.constraint is None})],
         "alpha": [Interval(Real, 0, None, closed="left")],
+        "penalty": [StrOptions({"l2", "nonconvex"})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither"), None],
         "data_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
@@ -88,7 +89,14 @@ class DPLinearModel(BaseEstimator):
     def _resolve_solver(self, loss_name):
         name = self._auto_solver(loss_name) if self.solver == "auto" else self.solver
         solver = get_solver(name)
-        solver.check(loss_name, self.delta, self.alpha)
+        if getattr(self, "penalty", "l2") == "nonconvex":
+            if not solver.explicit_penalty:
+                ok = sorted(n for n, s in SOLVERS.items() if s.explicit_penalty and loss_name in s.losses)
+                raise ValueError(f"penalty='nonconvex' is not supported by solver={name!r} (it needs an L2 "
+                                 f"penalty: a prox or strong convexity); solvers that take it: {ok}.")
+            solver.check(loss_name, self.delta, 0.0)
+        else:
+            solver.check(loss_name, self.delta, self.alpha)
         solver.check_options(self.solver_options)
         if solver.geometry is not None:
             solver.make_constraint(self.solver_options or {}, 1.0)  # validates p / geometry
@@ -123,7 +131,8 @@ class DPLinearModel(BaseEstimator):
             y=y,
             norms=norms,
             loss=loss,
-            penalty=L2Penalty(self.alpha, radius=coef_norm),
+            penalty=(NonconvexPenalty(self.alpha) if getattr(self, "penalty", "l2") == "nonconvex"
+                     else L2Penalty(self.alpha, radius=coef_norm)),
             data_norm=data_norm,
             n_outputs=n_outputs,
             label_bound=label_bound,

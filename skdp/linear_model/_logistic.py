@@ -53,6 +53,12 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
     alpha : float, default=0.01
         L2 regularisation on the mean loss. sklearn's ``C`` corresponds to
         ``alpha = 1/(C n)``. ``output_pert`` and ``dp_svrg`` need ``alpha > 0``.
+    penalty : {"l2", "nonconvex"}, default="l2"
+        ``"l2"``: ``(alpha/2) ||w||^2``. ``"nonconvex"``: the papers' nonconvex
+        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (``seed004`` ch. 4,
+        :class:`skdp.penalties.NonconvexPenalty`), accepted by the gradient
+        solvers that take it explicitly: ``dp_gd``, ``dp_lssgd``, ``rrpsgd``,
+        ``dp_srm``. Both cover the intercept too; both are data-independent.
     fit_intercept : bool, default=True
         Whether to fit an (penalised) intercept.
     intercept_scaling : float or None, default=None
@@ -156,6 +162,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         *,
         solver="auto",
         alpha=0.01,
+        penalty="l2",
         fit_intercept=True,
         intercept_scaling=None,
         data_norm="auto",
@@ -171,6 +178,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         self.delta = delta
         self.solver = solver
         self.alpha = alpha
+        self.penalty = penalty
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm

@@ -53,6 +53,12 @@ class DPRidge(RegressorMixin, DPLinearModel):
     alpha : float, default=0.1
         L2 regularisation on the mean loss. sklearn's ``Ridge(alpha=a)``
         corresponds to ``alpha = a/n`` here.
+    penalty : {"l2", "nonconvex"}, default="l2"
+        ``"l2"``: ``(alpha/2) ||w||^2``. ``"nonconvex"``: the papers' nonconvex
+        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (``seed004`` ch. 4,
+        :class:`skdp.penalties.NonconvexPenalty`), accepted by the gradient
+        solvers that take it explicitly: ``dp_gd``, ``dp_lssgd``, ``rrpsgd``,
+        ``dp_srm``. Both cover the intercept too; both are data-independent.
     fit_intercept : bool, default=True
     intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
@@ -155,6 +161,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         *,
         solver="auto",
         alpha=0.1,
+        penalty="l2",
         fit_intercept=True,
         intercept_scaling=None,
         data_norm="auto",
@@ -170,6 +177,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.delta = delta
         self.solver = solver
         self.alpha = alpha
+        self.penalty = penalty
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm

@@ -151,6 +151,8 @@ class Solver:
     pure_dp = False
     approx_dp = True
     needs_strong_convexity = False
+    #: takes a non-L2 (e.g. the nonconvex) penalty through its gradient
+    explicit_penalty = False
     summary = ""
     #: constraint family: None (L2 penalty / ball, the dense estimators) or "l0" (sparse estimators)
     constraint = None

@@ -36,6 +36,7 @@ class DPGradientDescent(Solver):
     card = "seed000_dp_erm_revisited.md, section D (Alg. 4) and 0.3"
     losses = ("logistic", "multinomial", "squared")
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
+    explicit_penalty = True
 
     @staticmethod
     def default_steps(n, epsilon, loss_name):
@@ -63,7 +64,7 @@ class DPGradientDescent(Solver):
         step mostly amplifies the noise along the top eigendirection.
         """
         c = float(problem.options.get("step_factor", 1.0 if problem.loss.name == "squared" else 1.9))
-        return c / (problem.smoothness + problem.penalty.alpha)
+        return c / (problem.smoothness + problem.penalty.smoothness)
 
     def noise_std(self, problem, budget, T):
         delta_t = 2 * problem.gradient_bound / problem.n
@@ -81,9 +82,13 @@ class DPGradientDescent(Solver):
         sigma = self.noise_std(problem, budget, T)
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
+        convex = getattr(problem.penalty, "convex", True)
         for _ in range(T):
             g = problem.mean_gradient(w) + gaussian_noise(rng, sigma, w.shape)
-            w = problem.penalty.prox(w - eta * g, eta)
+            if convex:
+                w = problem.penalty.prox(w - eta * g, eta)
+            else:  # the nonconvex penalty: an explicit gradient step (it is data-independent)
+                w = w - eta * (g + problem.penalty.gradient(w))
         return SolverResult(w, T, self.events(problem, sigma, T), sigma, {"learning_rate": eta})
 
 

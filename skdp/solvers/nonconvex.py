@@ -78,6 +78,7 @@ class _PoissonSolver(Solver):
 
     losses = ("logistic", "multinomial", "squared")
     default_max_steps = 2000
+    explicit_penalty = True
 
     def batch_size(self, problem):
         b = problem.options.get("batch_size")
@@ -104,7 +105,7 @@ class _PoissonSolver(Solver):
 
     @staticmethod
     def penalty_gradient(problem, w):
-        return problem.penalty.alpha * w
+        return problem.penalty.gradient(w)
 
     def learning_rate(self, problem):
         eta = problem.options.get("learning_rate")
@@ -113,7 +114,7 @@ class _PoissonSolver(Solver):
             if not eta > 0:
                 raise ValueError(f"learning_rate must be > 0, got {eta!r}.")
             return eta
-        return 1.0 / (problem.smoothness + problem.penalty.alpha)
+        return 1.0 / (problem.smoothness + problem.penalty.smoothness)
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ class RRPSGD(_PoissonSolver):
             return self.learning_rate(problem)
         G = problem.gradient_bound
         sigma_g = math.sqrt(G**2 + int(np.prod(problem.coef_shape)) * std**2)
-        beta = problem.smoothness + problem.penalty.alpha
+        beta = problem.smoothness + problem.penalty.smoothness
         return min(1.0 / beta, 1.0 / (sigma_g * math.sqrt(N)))
 
     def solve(self, problem, budget, rng):
