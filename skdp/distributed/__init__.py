@@ -1,0 +1,11 @@
+"""Multi-party private ERM (``seed004_nonconvex_lssgd_distributed.md``, chapter 6), simulated in process.
+
+Each party holds its own rows (sizes public); vectors are combined only through additive secret sharing
+over a fixed-point ring, with the DP noise drawn once inside the aggregate.
+"""
+
+from ._estimators import MultiPartyDPLogisticRegression, split_parties
+from ._mpc import FixedPointRing, SecureAggregator, reconstruct, secret_share
+
+__all__ = ["FixedPointRing", "MultiPartyDPLogisticRegression", "SecureAggregator", "reconstruct", "secret_share",
+           "split_parties"]
