@@ -1,7 +1,8 @@
 """Multi-party private ERM (``seed004_nonconvex_lssgd_distributed.md``, chapter 6), simulated in process.
 
 Each party holds its own rows (sizes public); vectors are combined only through additive secret sharing
-over a fixed-point ring, with the DP noise drawn once inside the aggregate.
+over a fixed-point ring, with the DP noise drawn once inside the aggregate. A ``dask.array`` input runs each
+row chunk as a party on Dask (optional extra ``skdp[dask]``; imported only then).
 """
 
 from ._estimators import MultiPartyDPLogisticRegression, split_parties

@@ -1,5 +1,6 @@
 """Multi-party private logistic regression: ``mpc_grad_pert`` and ``mpc_output_pert`` (seed 004, chapter 6)."""
 
+import functools
 import math
 import warnings
 from numbers import Integral, Real
@@ -27,6 +28,100 @@ from ..privacy import (
 from ._mpc import FixedPointRing, SecureAggregator, secret_share
 
 __all__ = ["MultiPartyDPLogisticRegression", "split_parties"]
+
+
+def _clipped_mean_gradient(X, ys, norms, theta, G):
+    """One party's mean logistic gradient, per-example clipped to ``G`` (runs where the party's rows are)."""
+    S = -ys * special.expit(-ys * (X @ theta))
+    S = S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300))
+    return X.T @ S / X.shape[0]
+
+
+def _local_solve(X, ys, norms, lam, tau):
+    """One party's exact regularised ERM (L-BFGS), certified to gradient norm ``tau``."""
+
+    def f(w):
+        z = X @ w
+        val = np.mean(np.logaddexp(0, -ys * z)) + 0.5 * lam * w @ w
+        grad = X.T @ (-ys * special.expit(-ys * z)) / X.shape[0] + lam * w
+        return val, grad
+
+    w = np.zeros(X.shape[1])
+    for _ in range(5):
+        w = optimize.minimize(f, w, jac=True, method="L-BFGS-B",
+                              options={"gtol": tau / 10, "ftol": 0.0, "maxiter": 10000}).x
+        if np.linalg.norm(f(w)[1]) <= tau:
+            return w
+    raise RuntimeError("a party's local solve did not reach its certified tolerance; nothing was "
+                       "released (increase tol).")  # pragma: no cover - strongly convex, smooth
+
+
+def _bound_rows(data_norm, fit_intercept, Xp):
+    """One party's rows clipped to ``data_norm`` with the intercept column (row-wise: any split agrees)."""
+    Xp = np.asarray(Xp, dtype=np.float64)
+    if not np.all(np.isfinite(Xp)):
+        raise ValueError("Input X contains NaN or infinity.")
+    bounded = bound_features(Xp, float(data_norm), fit_intercept, None, 0.5)
+    return bounded.X, bounded.row_norms
+
+
+def _is_dask(X):
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+class _DaskParties:
+    """Each row chunk of a ``dask.array`` is a party; its rows are bounded and kept where they live.
+
+    Local computations run as Dask tasks on the chunks (on a ``distributed.Client``'s workers when one is
+    active); only their results (the vectors each party secret-shares) come back to the driver, which runs
+    the aggregation exactly as the in-process simulation does, so the fit is bit-identical to
+    ``fit(X.compute(), y, parties=<chunk labels>)`` for the same seed.
+    """
+
+    name = "dask"
+
+    def __init__(self, X, ys, bound):
+        import dask
+
+        self._dask = dask
+        X = X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
+        sizes = [int(c) for c in X.chunks[0]]
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        parts = []
+        for k, block in enumerate(X.to_delayed().ravel()):
+            y_part = ys[offsets[k]:offsets[k + 1]]
+            parts.append(dask.delayed(_bind_party)(block, y_part, bound))
+        self._data = list(dask.persist(*parts))
+        self.sizes = sizes
+        self.n_features = int(X.shape[1])
+
+    def map(self, fn, *args):
+        tasks = [self._dask.delayed(_apply_party)(fn, part, args) for part in self._data]
+        return list(self._dask.compute(*tasks))
+
+
+def _bind_party(block, y_part, bound):
+    Xb, norms = bound(block)
+    return Xb, norms, y_part
+
+
+def _apply_party(fn, part, args):
+    Xp, norms, yp = part
+    return fn(Xp, yp, norms, *args)
+
+
+class _InProcessParties:
+    """Parties simulated in this process: each holds its bounded rows; ``map`` runs a local computation."""
+
+    name = "inprocess"
+
+    def __init__(self, raw, bound):
+        self._data = [(*bound(Xp), yp) for Xp, yp in raw]
+        self.sizes = [Xp.shape[0] for Xp, _, _ in self._data]
+        self.n_features = raw[0][0].shape[1]
+
+    def map(self, fn, *args):
+        return [fn(Xp, yp, norms, *args) for Xp, norms, yp in self._data]
 
 
 def split_parties(n_samples, n_parties=None, parties=None):
@@ -200,12 +295,25 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        if _is_dask(X):
+            return self._fit_dask(X, y, parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
+        classes, derived = self._classes(y)
+        ys = np.where(y == classes[1], 1.0, -1.0)
+        blocks = split_parties(X.shape[0], self.n_parties, parties)
+        backend = _InProcessParties([(X[b], ys[b]) for b in blocks], self._bound)
+        return self._fit_parties(backend, classes, derived)
+
+    @property
+    def _bound(self):
+        return functools.partial(_bound_rows, float(self.data_norm), bool(self.fit_intercept))
+
+    def _classes(self, y):
         check_classification_targets(y)
         derived = self.classes is None
         if derived:
             warnings.warn("classes was not given, so the class set was read from the data; this voids the "
-                          "privacy guarantee (privacy_spent_.epsilon is inf).", PrivacyLeakWarning, stacklevel=2)
+                          "privacy guarantee (privacy_spent_.epsilon is inf).", PrivacyLeakWarning, stacklevel=3)
             classes = np.unique(y)
         else:
             classes = np.unique(np.asarray(self.classes))
@@ -217,19 +325,36 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
                              f"({classes.tolist()}). Pass the public class set as classes=.")
         if not np.all(np.isin(y, classes)):
             raise ValueError(f"y has labels outside classes={classes.tolist()}.")
-        blocks = split_parties(X.shape[0], self.n_parties, parties)
-        sizes = np.array([b.size for b in blocks])
-        bounded = bound_features(X, float(self.data_norm), self.fit_intercept, None, 0.5)
-        Xb = bounded.X
-        d = Xb.shape[1]
+        return classes, derived
+
+    def _fit_dask(self, X, y, parties):
+        """Each row chunk of the ``dask.array`` ``X`` is a party (its size is public)."""
+        if parties is not None:
+            raise ValueError("With a dask array the row chunks are the parties; do not pass parties.")
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
+        y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
+        classes, derived = self._classes(y)
+        self.n_features_in_ = int(X.shape[1])
         ys = np.where(y == classes[1], 1.0, -1.0)
+        return self._fit_parties(_DaskParties(X, ys, self._bound), classes, derived)
+
+    def _c0(self):
+        return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
+
+    def _fit_parties(self, backend, classes, derived):
+        """The protocol, given parties that compute locally (in process or on Dask workers)."""
+        sizes = np.asarray(backend.sizes)
+        d = backend.n_features + int(self.fit_intercept)
         sens, scale, events, T = self._calibration(sizes, d)
         rng = _make_rng(self.random_state)
-        party_seeds = rng.randint(0, 2**31 - 1, size=len(blocks))
-        party_rngs = [np.random.RandomState(s) for s in rng.randint(0, 2**31 - 1, size=len(blocks))]
+        m = len(sizes)
+        party_seeds = rng.randint(0, 2**31 - 1, size=m)
+        party_rngs = [np.random.RandomState(s) for s in rng.randint(0, 2**31 - 1, size=m)]
         ring = FixedPointRing(self.frac_bits)
         agg = SecureAggregator(ring, party_seeds)
-        m = len(blocks)
 
         def shares_of(vectors):
             return [secret_share(party_rngs[j], ring.encode(v), m) for j, v in enumerate(vectors)]
@@ -243,11 +368,11 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
 
             theta = np.zeros(d)
             for _ in range(T):
-                local = [self._clipped_mean_gradient(Xb[b], ys[b], bounded.row_norms[b], theta, G) for b in blocks]
+                local = backend.map(_clipped_mean_gradient, theta, G)
                 g_hat = agg.noisy_average(shares_of(local), noise)
                 theta = theta - eta * (g_hat + self.alpha * theta)
         else:
-            local = [self._local_solve(Xb[b], ys[b], float(self.data_norm), sizes.min()) for b in blocks]
+            local = backend.map(_local_solve, float(self.alpha), self.tol * 2 * float(self.data_norm) / sizes.min())
 
             def noise(r, shape):
                 if self.delta == 0:
@@ -257,44 +382,18 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
             theta = agg.noisy_average(shares_of(local), noise)
         self.classes_ = classes
         if self.fit_intercept:
-            c0 = bounded.intercept_scaling
-            self.coef_, self.intercept_ = theta[None, :-1].copy(), np.array([theta[-1] * c0])
+            self.coef_, self.intercept_ = theta[None, :-1].copy(), np.array([theta[-1] * self._c0()])
         else:
             self.coef_, self.intercept_ = theta[None, :].copy(), np.zeros(1)
         self.n_parties_ = m
         self.party_sizes_ = sizes
+        self.backend_ = backend.name
         self.n_iter_ = T
         self.noise_scale_ = float(scale)
         self.privacy_events_ = list(events)
         spent = price(events, self.delta).budget
         self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
         return self
-
-    @staticmethod
-    def _clipped_mean_gradient(X, ys, norms, theta, G):
-        S = -ys * special.expit(-ys * (X @ theta))
-        S = S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300))
-        return X.T @ S / X.shape[0]
-
-    def _local_solve(self, X, ys, K, n_min):
-        """One party's exact regularised ERM (L-BFGS), certified to gradient norm ``tol * 2 K / n_min``."""
-        lam = float(self.alpha)
-        tau = self.tol * 2 * K / n_min
-
-        def f(w):
-            z = X @ w
-            val = np.mean(np.logaddexp(0, -ys * z)) + 0.5 * lam * w @ w
-            grad = X.T @ (-ys * special.expit(-ys * z)) / X.shape[0] + lam * w
-            return val, grad
-
-        w = np.zeros(X.shape[1])
-        for _ in range(5):
-            w = optimize.minimize(f, w, jac=True, method="L-BFGS-B",
-                                  options={"gtol": tau / 10, "ftol": 0.0, "maxiter": 10000}).x
-            if np.linalg.norm(f(w)[1]) <= tau:
-                return w
-        raise RuntimeError("a party's local solve did not reach its certified tolerance; nothing was "
-                           "released (increase tol).")  # pragma: no cover - strongly convex, smooth
 
     def decision_function(self, X):
         check_is_fitted(self)
