@@ -235,7 +235,7 @@ class DPIGHT(_SparseSolver):
 
     @staticmethod
     def default_steps(n, epsilon):
-        """``T = min(100, max(10, ceil(2 ln(n epsilon))))`` (tuned on ``benchmarks/sparse.py``).
+        """``T = min(100, max(10, ceil(2 ln(n epsilon))))`` (tuned on ``benchmarks/sparse_models.py``).
 
         The card's ``5 ln(n^2 eps^2/(s ln d))`` gives ~80 steps at n = 20,000;
         with the diagonal-curvature step fewer steps reach the same accuracy

@@ -6,9 +6,10 @@ optimality gap J(theta) - J(theta*) on the training rows and accuracy loss (test
 theta), on a synthetic design (n = 50,000, d = 20) and on breast_cancer (standardised, rows scaled to norm <= 1).
 Part 2: wall time of the Dask fit (each chunk a party) on a LocalCluster with 1 and 2 workers.
 
-    python benchmarks/distributed.py            # needs pip install -e ".[dask]" for part 2
+    python benchmarks/multiparty.py            # needs pip install -e ".[dask]" for part 2
 """
 
+import sys
 import time
 import warnings
 
@@ -102,5 +103,6 @@ def part2():
 
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
-    part1()
+    if "--scaling-only" not in sys.argv:
+        part1()
     part2()

@@ -12,7 +12,7 @@ level (non-private). Means over seeds.
 A second table compares DPSparseLogisticRegression with the dense
 DPLogisticRegression on the sparse logistic design (test accuracy).
 
-Usage: python benchmarks/sparse.py [--seeds 5] [--quick]
+Usage: python benchmarks/sparse_models.py [--seeds 5] [--quick]
 """
 
 import argparse
