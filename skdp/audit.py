@@ -72,6 +72,28 @@ def _test_at(s_in, s_out, t, level):
     return _cp_upper(fp, n_out, level), _cp_upper(fn, n_in, level), fp / n_out, fn / n_in
 
 
+def _cp_upper_all(k, n, level):
+    k = np.asarray(k)
+    out = np.ones(k.shape)
+    ok = k < n
+    out[ok] = _beta.ppf(1 - level, k[ok] + 1, n - k[ok])
+    return out
+
+
+def _eps_all(s_in, s_out, ts, level, delta):
+    """:func:`_eps_from_rates` of "score >= t means the canary world" for every ``t`` in ``ts``."""
+    fp = len(s_out) - np.searchsorted(np.sort(s_out), ts, side="left")
+    fn = np.searchsorted(np.sort(s_in), ts, side="left")
+    fpu, fnu = _cp_upper_all(fp, len(s_out), level), _cp_upper_all(fn, len(s_in), level)
+    vals = np.zeros(ts.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for a, b in ((fpu, fnu), (fnu, fpu)):
+            ok = (a > 0) & (1 - delta - b > 0)
+            vals = np.where(ok, np.maximum(vals, np.log(np.where(ok, 1 - delta - b, 1.0) / np.where(ok, a, 1.0))),
+                            vals)
+    return vals
+
+
 def epsilon_lower_bound(s_in, s_out, delta, confidence=0.95, threshold=None):
     """Empirical epsilon lower bound from scores of the two worlds.
 
@@ -100,12 +122,11 @@ def epsilon_lower_bound(s_in, s_out, delta, confidence=0.95, threshold=None):
         h_in, h_out = len(s_in) // 2, len(s_out) // 2
         c_in, c_out, e_in, e_out = s_in[:h_in], s_out[:h_out], s_in[h_in:], s_out[h_out:]
         cands = np.unique(np.concatenate([c_in, c_out]))
-
-        def value(t, sgn):
-            fpu, fnu, _, _ = _test_at(sgn * c_in, sgn * c_out, sgn * t, level)
-            return _eps_from_rates(fpu, fnu, delta)
-
-        threshold, orientation = max(((t, sgn) for t in cands for sgn in (1.0, -1.0)), key=lambda c: value(*c))
+        # every (threshold, orientation) at once: counts by binary search, bounds by vectorised beta quantiles;
+        # ties go to the smallest threshold, then orientation +1 (a fixed, data-independent rule)
+        vals = np.column_stack([_eps_all(sgn * c_in, sgn * c_out, sgn * cands, level, delta) for sgn in (1.0, -1.0)])
+        k = int(np.argmax(vals))
+        threshold, orientation = cands[k // 2], (1.0, -1.0)[k % 2]
     else:
         e_in, e_out, orientation = s_in, s_out, 1.0
     fpu, fnu, fpr, fnr = _test_at(orientation * e_in, orientation * e_out, orientation * threshold, level)

@@ -43,6 +43,20 @@ def test_lower_bound_is_valid_and_has_power_on_gaussian_scores():
     assert max(same) < 0.5
 
 
+def test_threshold_search_matches_brute_force():
+    from skdp.audit import _eps_from_rates, _test_at
+
+    rng = np.random.RandomState(4)
+    for _ in range(5):
+        s_in = np.round(rng.normal(0.7, 1, 300), 1)  # rounding makes ties
+        s_out = np.round(rng.normal(0, 1, 300), 1)
+        got = epsilon_lower_bound(s_in, s_out, 1e-5)
+        c_in, c_out = s_in[:150], s_out[:150]
+        best = max(((t, sgn) for t in np.unique(np.r_[c_in, c_out]) for sgn in (1.0, -1.0)),
+                   key=lambda c: _eps_from_rates(*_test_at(c[1] * c_in, c[1] * c_out, c[1] * c[0], 0.025)[:2], 1e-5))
+        assert (got["threshold"], got["orientation"]) == (best[0], int(best[1]))
+
+
 def test_fixed_threshold_uses_every_score_and_orientation():
     s_in, s_out = np.r_[np.ones(50), np.zeros(50)], np.zeros(100)
     out = epsilon_lower_bound(s_in, s_out, 0.0, threshold=0.5)
@@ -186,5 +200,5 @@ def test_reduced_audit_flags_quarter_noise_gaussian(solver):
 
 def test_reduced_audit_flags_quarter_noise_selection():
     # report-noisy-max (not Gaussian): the epsilon bound itself must exceed the claim
-    (r,) = audit_solvers(2.0, 1e-5, n_fits=1000, solvers=["dp_fw_l1"], noise_multiplier=0.25)
+    (r,) = audit_solvers(2.0, 1e-5, n_fits=600, solvers=["dp_fw_l1"], noise_multiplier=0.25)
     assert r.epsilon_lower_bound > 2.0, r
