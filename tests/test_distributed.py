@@ -115,6 +115,9 @@ def test_bad_settings_refused():
         MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", alpha=0.0, classes=[0, 1]).fit(X, y)
     with pytest.raises(ValueError, match="binary"):
         MultiPartyDPLogisticRegression(classes=[0, 1, 2]).fit(X, y % 3)
+    with pytest.raises(ValueError, match="frac_bits"):  # 2 parties x (1 / 1e-9) does not fit 2^(62-40)
+        MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", alpha=1e-9, frac_bits=40,
+                                       classes=[0, 1]).fit(X, y)
 
 
 # ------------------------------------------------------------------------------------------

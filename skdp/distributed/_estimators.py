@@ -354,6 +354,12 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         party_seeds = rng.randint(0, 2**31 - 1, size=m)
         party_rngs = [np.random.RandomState(s) for s in rng.randint(0, 2**31 - 1, size=m)]
         ring = FixedPointRing(self.frac_bits)
+        # public bound on every shared entry (a clipped mean gradient, or a local minimiser, ||theta|| <= G/alpha):
+        # the sum of m of them must fit the ring, or the reconstruction would wrap around
+        bound = float(self.data_norm) if self.mechanism == "mpc_grad_pert" else float(self.data_norm) / self.alpha
+        if m * bound >= ring.limit:
+            raise ValueError(f"frac_bits={self.frac_bits} leaves too little integer range for {m} parties' "
+                             f"values up to {bound:g}; lower frac_bits.")
         agg = SecureAggregator(ring, party_seeds)
 
         def shares_of(vectors):
