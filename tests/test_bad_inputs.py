@@ -27,6 +27,7 @@ from skdp import (
     DPStandardScaler,
     PrivacyLeakWarning,
 )
+from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.model_selection import DPGridSearchCV
 
 TRANSFORMERS = (DPStandardScaler, DPMinMaxScaler)
@@ -39,6 +40,7 @@ ESTIMATORS = {
     "DPSparseLinearRegression": DPSparseLinearRegression(label_bound=3.0, n_nonzero_coefs=2, random_state=0),
     "DPStandardScaler": DPStandardScaler(bounds=(-1.0, 1.0), random_state=0),
     "DPMinMaxScaler": DPMinMaxScaler(bounds=(-1.0, 1.0), random_state=0),
+    "MultiPartyDPLogisticRegression": MultiPartyDPLogisticRegression(classes=[0, 1], n_parties=2, random_state=0),
     "DPGridSearchCV": DPGridSearchCV(DPRidge(data_norm=2.0, label_bound=3.0), {"alpha": [0.1, 1.0]},
                                      random_state=0),
 }
@@ -274,4 +276,4 @@ def test_bad_epsilon_values(name, value):
 def test_matrix_size():
     """The size reported in the closing note (cases x estimators)."""
     n_data = len(DATA_CASES) * len(ESTIMATORS)
-    assert n_data == 14 * 9 and len(PARAM_CASES) > 150
+    assert n_data == 14 * 10 and len(PARAM_CASES) > 150

@@ -41,6 +41,7 @@ def test_two_worker_local_cluster_equals_in_process(client, mechanism):
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
     assert est.privacy_events_ == ref.privacy_events_
+    assert est.n_rows_clipped_ == ref.n_rows_clipped_
     assert len(client.scheduler_info()["workers"]) == 2
 
 

@@ -62,7 +62,7 @@ def _bound_rows(data_norm, fit_intercept, Xp):
     if not np.all(np.isfinite(Xp)):
         raise ValueError("Input X contains NaN or infinity.")
     bounded = bound_features(Xp, float(data_norm), fit_intercept, None, 0.5)
-    return bounded.X, bounded.row_norms
+    return bounded.X, bounded.row_norms, bounded.n_clipped
 
 
 def _is_dask(X):
@@ -92,6 +92,7 @@ class _DaskParties:
             y_part = ys[offsets[k]:offsets[k + 1]]
             parts.append(dask.delayed(_bind_party)(block, y_part, bound))
         self._data = list(dask.persist(*parts))
+        self.n_rows_clipped = int(sum(dask.compute(*[dask.delayed(_clipped_count)(part) for part in self._data])))
         self.sizes = sizes
         self.n_features = int(X.shape[1])
 
@@ -101,12 +102,16 @@ class _DaskParties:
 
 
 def _bind_party(block, y_part, bound):
-    Xb, norms = bound(block)
-    return Xb, norms, y_part
+    Xb, norms, n_clipped = bound(block)
+    return Xb, norms, y_part, n_clipped
+
+
+def _clipped_count(part):
+    return part[3]
 
 
 def _apply_party(fn, part, args):
-    Xp, norms, yp = part
+    Xp, norms, yp, _ = part
     return fn(Xp, yp, norms, *args)
 
 
@@ -116,12 +121,13 @@ class _InProcessParties:
     name = "inprocess"
 
     def __init__(self, raw, bound):
-        self._data = [(*bound(Xp), yp) for Xp, yp in raw]
-        self.sizes = [Xp.shape[0] for Xp, _, _ in self._data]
+        self._data = [_bind_party(Xp, yp, bound) for Xp, yp in raw]
+        self.sizes = [Xp.shape[0] for Xp, _, _, _ in self._data]
+        self.n_rows_clipped = sum(part[3] for part in self._data)
         self.n_features = raw[0][0].shape[1]
 
     def map(self, fn, *args):
-        return [fn(Xp, yp, norms, *args) for Xp, norms, yp in self._data]
+        return [_apply_party(fn, part, args) for part in self._data]
 
 
 def split_parties(n_samples, n_parties=None, parties=None):
@@ -199,6 +205,9 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
     privacy_events_ : list
     noise_scale_ : float
     n_iter_ : int
+    n_rows_clipped_ : int
+        Rows scaled down to ``data_norm``. **Not private**: a diagnostic for the data holders, not covered by
+        ``privacy_spent_``.
 
     Examples
     --------
@@ -394,6 +403,7 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.n_parties_ = m
         self.party_sizes_ = sizes
         self.backend_ = backend.name
+        self.n_rows_clipped_ = int(backend.n_rows_clipped)
         self.n_iter_ = T
         self.noise_scale_ = float(scale)
         self.privacy_events_ = list(events)
