@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._utils import dp_steps
@@ -74,20 +74,39 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Standardise features with differentially private means and standard deviations.
 
     Each feature is clipped to public bounds ``[lower_j, upper_j]`` and
-    rescaled to ``z_j = (x_j - lower_j) / r_j`` in ``[0, 1]`` (``r_j`` the range),
-    so every feature gets noise in proportion to its own range. Two vectors
-    are released with the Gaussian mechanism (the L2-Laplace mechanism when
-    ``delta=0``): the means of ``z``, whose L2 sensitivity under **replace-one**
-    neighbours with public ``n`` is ``sqrt(d)/n``, and the means of
-    ``(z - 1/2)^2`` (each in ``[0, 1/4]``), sensitivity ``sqrt(d)/(4n)``. The
-    two releases share the budget equally (each ``mu*/sqrt(2)``-GDP, together
-    exactly ``(epsilon, delta)``; ``privacy_core.md`` section 2) by default
-    (``mean_fraction``), or split epsilon when ``delta=0``. The variance is the noisy second
-    moment minus the squared noisy mean offset, clamped to
-    ``[max(1e-4, 2 s) r^2, r^2/4]`` with ``s`` the second-moment noise scale
-    (variances below the noise level are not resolved). :meth:`transform`
-    clips to the public bounds first, like the fit. Tight public bounds
-    matter: the noise is a fixed fraction of each range.
+    mapped to ``u_j = (x_j - m_j) / r_j`` in ``[-1/2, 1/2]`` (``m_j`` the
+    midpoint, ``r_j`` the range), so every feature gets noise in proportion to
+    its own range. Two vectors are released with the Gaussian mechanism (the
+    L2-Laplace mechanism when ``delta=0``): the means of ``u`` and the means of
+    ``u**2``. Their L2 sensitivities under **replace-one** neighbours with
+    public ``n`` are ``sqrt(d)/n`` and ``sqrt(d)/(4n)`` (each coordinate moves
+    by at most 1 and 1/4). With ``clip_norm`` the rows ``u`` are also clipped
+    to the L2 ball of radius ``c`` before the means, which lowers them to
+    ``min(2c, sqrt(d))/n`` and ``min(sqrt(2) c^2, c/sqrt(2), sqrt(d)/4)/n``
+    (two rows differ by at most ``2c``; the squares ``s = u**2`` are
+    non-negative with ``||s||_2 <= ||u||^2 <= c^2`` and
+    ``||s||_2^2 <= ||u||^2 / 4``, and ``||s - s'||^2 <= ||s||^2 + ||s'||^2``).
+    The releases split the budget by ``mean_fraction`` (a share of ``mu*^2``
+    of the analytic Gaussian mechanism, together exactly ``(epsilon,
+    delta)``, ``privacy_core.md`` section 2; a share of epsilon when
+    ``delta=0``). The variance is the noisy second moment minus the squared
+    noisy mean, clamped to ``[max(1e-4, 2 s) r^2, r^2/4]`` with ``s`` the
+    second-moment noise scale (variances below the noise level are not
+    resolved). :meth:`transform` clips to the public bounds first, like the
+    fit (never to ``clip_norm``, which only serves the estimate). Tight public
+    bounds matter: the noise is a fixed fraction of each range.
+
+    ``clip_norm`` trades a bias for less noise. With few rows or a small
+    epsilon the box sensitivity makes the means noisy (diabetes, ``n = 309``,
+    ``d = 10``, bounds 20% wider than the data, epsilon about 0.5: the means
+    are off by about half a standard deviation per feature), and clipping the
+    rows at a private quantile of their norms removes most of that noise
+    (``benchmarks/bench_private_preprocessing.py``: diabetes R^2 of
+    ``DPStandardScaler + DPRidge(data_norm="auto")`` at a total epsilon of 1
+    goes from 0.11 to 0.16; breast_cancer accuracy is unchanged at 0.92). With many rows the noise is negligible and
+    the clipping bias is not (``scale_`` then underestimates the standard
+    deviation of heavy rows), so the default is ``None``, which converges to
+    sklearn's ``StandardScaler``.
 
     Parameters
     ----------
@@ -105,6 +124,20 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The default favours the means: for a downstream linear model a wrong
         centre shifts every row, a wrong scale only reweights one feature
         (chosen on breast_cancer, ``benchmarks/bench_utility.py``).
+    clip_norm : float, "auto" or None, default=None
+        Radius ``c`` of the L2 ball the rows ``u`` (units of each feature's
+        range, centred at the midpoint of the bounds; ``||u|| <= sqrt(d)/2``
+        always) are clipped to before the means are taken. ``None``: no
+        clipping. ``"auto"``: ``c`` is the 0.75-quantile of the row norms
+        ``||u_i||``, chosen by the exponential mechanism over a public geometric
+        grid on ``[sqrt(d)/200, sqrt(d)/2]`` (:func:`skdp.privacy.private_quantile`,
+        score sensitivity 1 under replace-one), paid with
+        ``bound_budget_fraction * epsilon``; the two releases get the rest
+        (basic composition), and ``privacy_spent_`` is the accountant's price of
+        all three. A noisy choice errs towards the top of the grid, i.e.
+        towards no clipping, never towards a larger sensitivity.
+    bound_budget_fraction : float, default=0.2
+        With ``clip_norm="auto"``, the share of ``epsilon`` spent choosing ``c``.
     random_state : int, RandomState instance or None, default=None
 
     Attributes
@@ -117,6 +150,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     privacy_events_ : list
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
+    clip_norm_ : float or None
+        The radius ``c`` used (in units of the ranges), ``None`` without
+        clipping. Private with ``"auto"`` (part of the release).
     n_rows_clipped_ : int
         Rows with a value outside ``bounds`` (clipped to them). **Not
         private**: a diagnostic for the data holder, not covered by
@@ -140,49 +176,84 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "with_mean": ["boolean"],
         "with_std": ["boolean"],
         "mean_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
 
+    #: clip_norm="auto": the quantile of the row norms ||u_i|| chosen privately
+    _auto_clip_quantile = 0.75
+
     def __init__(self, epsilon=1.0, delta=1e-5, *, bounds=None, with_mean=True, with_std=True,
-                 mean_fraction=0.85, random_state=None):
+                 mean_fraction=0.85, clip_norm=None, bound_budget_fraction=0.2, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
         self.with_mean = with_mean
         self.with_std = with_std
         self.mean_fraction = mean_fraction
+        self.clip_norm = clip_norm
+        self.bound_budget_fraction = bound_budget_fraction
         self.random_state = random_state
 
     def _public_bounds(self, n_features):
         return _public_bounds(self.bounds, n_features)
 
-    def _sensitivities(self, lo, hi, n):
-        # Released in units of each feature's range: z = (clip(x) - lower) / r in [0, 1].
-        d = lo.size
-        return math.sqrt(d) / n, math.sqrt(d) / (4 * n)
+    @staticmethod
+    def _sensitivities(d, n, radius=None):
+        """L2 sensitivities (replace-one, public ``n``) of the means of ``u`` and ``u**2``.
 
-    def _events(self, sens):
-        """Events and noise scales for the two releases (mean, second moment)."""
+        ``u`` in ``[-1/2, 1/2]^d``, and ``||u|| <= radius`` when a radius is given
+        (the derivation is in the class docstring).
+        """
+        box_mean, box_square = math.sqrt(d), math.sqrt(d) / 4
+        if radius is None:
+            return box_mean / n, box_square / n
+        c = float(radius)
+        return min(2 * c, box_mean) / n, min(math.sqrt(2) * c * c, c / math.sqrt(2), box_square) / n
+
+    def _auto_grid(self, d):
+        """Public candidates for ``clip_norm="auto"``: 25 geometric points on ``[sqrt(d)/200, sqrt(d)/2]``."""
+        top = math.sqrt(d) / 2
+        return np.geomspace(top / 100, top, 25)
+
+    def _release_budget(self):
+        """(epsilon of the two releases, events of the private radius choice)."""
+        if isinstance(self.clip_norm, str):
+            eps_b = self.bound_budget_fraction * self.epsilon
+            return self.epsilon - eps_b, [BoundedRangeEvent(eps_b)]
+        return self.epsilon, []
+
+    def _events(self, sens, epsilon):
+        """Events and noise scales for the two releases (mean, second moment) at ``epsilon``."""
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         if self.delta == 0:
             f = self.mean_fraction
-            scales = [pure_noise_scale(sens[0], f * self.epsilon), pure_noise_scale(sens[1], (1 - f) * self.epsilon)]
+            scales = [pure_noise_scale(sens[0], f * epsilon), pure_noise_scale(sens[1], (1 - f) * epsilon)]
             return [L2LaplaceEvent(s, b) for s, b in zip(sens, scales)], scales
         # GDP split: the mean gets a share f of mu*^2, the second moment 1 - f.
-        unit = calibrate_gaussian(1.0, self.epsilon, self.delta)  # = 1 / mu*
+        unit = calibrate_gaussian(1.0, epsilon, self.delta)  # = 1 / mu*
         f = self.mean_fraction
         scales = [sens[0] * unit / math.sqrt(f), sens[1] * unit / math.sqrt(1 - f)]
         return [GaussianEvent(s, b) for s, b in zip(sens, scales)], scales
 
     def planned_events(self, n_samples, n_features=None):
-        """Events a fit on ``n_samples`` rows releases (``None``: bounds come from the data)."""
+        """Events a fit on ``n_samples`` rows releases (``None``: bounds come from the data).
+
+        With ``clip_norm="auto"`` the radius is chosen during the fit; both noise
+        scales are proportional to the sensitivities, so the events priced at
+        the box sensitivities cost the same.
+        """
         self._validate_params()
         if self.bounds is None:
             return None
         nf = n_features if n_features is not None else np.size(self.bounds[0])
-        pb = self._public_bounds(max(int(nf), 1))
-        return self._events(self._sensitivities(*pb, int(n_samples)))[0]
+        d = max(int(nf), 1)
+        self._public_bounds(d)
+        radius = None if self.clip_norm is None or isinstance(self.clip_norm, str) else self.clip_norm
+        eps, pre = self._release_budget()
+        return pre + self._events(self._sensitivities(d, int(n_samples), radius), eps)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, privacy_ledger=None):
@@ -203,22 +274,36 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
-        sens = self._sensitivities(lo, hi, n)
-        events, scales = self._events(sens)
         rng = _make_rng(self.random_state)
         r = hi - lo
-        Z = (np.clip(X, lo, hi) - lo) / r  # each feature in [0, 1]
+        U = (np.clip(X, lo, hi) - lo) / r - 0.5  # each feature in [-1/2, 1/2]
         self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
+        epsilon, events = self._release_budget()
+        radius = None
+        if isinstance(self.clip_norm, str):
+            radius, event = private_quantile(
+                np.linalg.norm(U, axis=1), self._auto_clip_quantile, events[0].epsilon, rng, self._auto_grid(d))
+            events = [event]
+        elif self.clip_norm is not None:
+            radius = float(self.clip_norm)
+        if radius is not None and radius >= math.sqrt(d) / 2:
+            radius = None  # the box already bounds every row by sqrt(d)/2
+        if radius is not None:
+            norms = np.linalg.norm(U, axis=1)
+            U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
+        sens = self._sensitivities(d, n, radius)
+        release_events, scales = self._events(sens, epsilon)
+        events = events + release_events
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
-        zmean = np.clip(Z.mean(axis=0) + draw(rng, scales[0], d), 0.0, 1.0)
-        zsecond = Z.var(axis=0) + (Z.mean(axis=0) - 0.5) ** 2  # mean of (z - 1/2)^2, in [0, 1/4]
-        zsecond = zsecond + draw(rng, scales[1], d)
+        umean = np.clip(U.mean(axis=0) + draw(rng, scales[0], d), -0.5, 0.5)
+        usecond = np.mean(U**2, axis=0) + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up.
         floor = max(1e-4, 2.0 * float(scales[1]))
-        zvar = np.clip(zsecond - (zmean - 0.5) ** 2, min(floor, 0.25), 0.25)
-        mean = lo + r * zmean
-        var = zvar * r**2
+        uvar = np.clip(usecond - umean**2, min(floor, 0.25), 0.25)
+        mean = lo + r * (umean + 0.5)
+        var = uvar * r**2
+        self.clip_norm_ = radius
         self.bounds_ = (lo, hi)
         self.mean_ = mean if self.with_mean else np.zeros(d)
         self.var_ = var
