@@ -279,17 +279,16 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         U = (np.clip(X, lo, hi) - lo) / r - 0.5  # each feature in [-1/2, 1/2]
         self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
         epsilon, events = self._release_budget()
-        radius = None
+        radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
         if isinstance(self.clip_norm, str):
-            radius, event = private_quantile(
-                np.linalg.norm(U, axis=1), self._auto_clip_quantile, events[0].epsilon, rng, self._auto_grid(d))
+            radius, event = private_quantile(norms, self._auto_clip_quantile, events[0].epsilon, rng,
+                                             self._auto_grid(d))
             events = [event]
         elif self.clip_norm is not None:
             radius = float(self.clip_norm)
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
         if radius is not None:
-            norms = np.linalg.norm(U, axis=1)
             U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
         sens = self._sensitivities(d, n, radius)
         release_events, scales = self._events(sens, epsilon)
