@@ -8,6 +8,7 @@ the solver actually released.
 
 from .exceptions import BudgetExceededError, PrivacyLeakWarning
 from . import datasets
+from .diagnostics import fit_diagnostics
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
 from .preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
@@ -23,6 +24,7 @@ __all__ = [
     "DPSparseLinearRegression",
     "DPSparseLogisticRegression",
     "datasets",
+    "fit_diagnostics",
     "DPMinMaxScaler",
     "DPStandardScaler",
     "pipeline_privacy_spent",

@@ -117,13 +117,21 @@ class Problem:
 
 @dataclass
 class SolverResult:
-    """What a solver returns: coefficients, iterations, released events, noise scale."""
+    """What a solver returns: coefficients, iterations, released events, noise scale.
+
+    ``info`` holds public facts about the run (schedule, step size, noise
+    multiplier): it becomes the fitted attribute ``solver_info_``.
+    ``diagnostics`` holds exact statistics of the data (e.g. a KKT residual):
+    they are kept by :mod:`skdp.diagnostics` for the data holder and never set
+    as attributes of the model.
+    """
 
     coef: np.ndarray
     n_iter: int
     events: list
     noise_scale: float
     info: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
 
 
 class Solver:
