@@ -25,7 +25,10 @@ import hashlib
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["ENTROPY", "fit_randomness", "noise_source", "root_seed", "assign_child_seed", "shared_sources"]
+from . import diagnostics
+
+__all__ = ["ENTROPY", "fit_randomness", "noise_source", "root_seed", "assign_child_seed", "shared_sources", "generator",
+           "child_source"]
 
 #: ``noise_source_`` of a fit whose noise came from fresh OS entropy (never shared).
 ENTROPY = "os-entropy"
@@ -66,7 +69,8 @@ def root_seed(random_state):
     return np.random.SeedSequence([int(w) for w in words]), source
 
 
-def _generator(seed_sequence):
+def generator(seed_sequence):
+    """The legacy-API generator (what every skdp noise function takes) for one ``SeedSequence``."""
     return np.random.RandomState(np.random.MT19937(seed_sequence))
 
 
@@ -90,14 +94,17 @@ def fit_randomness(estimator):
     """The one generator of a fit; records ``estimator.noise_source_``.
 
     A child seed assigned by :func:`assign_child_seed` takes precedence over
-    ``random_state`` and is removed, so it is used for one fit only.
+    ``random_state`` and is removed, so it is used for one fit only. Called
+    once at the start of every fit, it also clears the estimator's previous
+    :mod:`~skdp.diagnostics`.
     """
+    diagnostics.reset(estimator)
     child = estimator.__dict__.pop(_CHILD_ATTR, None)
     if child is not None:
         seq, source = child
-        rng = _generator(seq)
+        rng = generator(seq)
     elif estimator.random_state is None:
-        rng, source = _generator(np.random.SeedSequence()), ENTROPY
+        rng, source = generator(np.random.SeedSequence()), ENTROPY
     else:
         rng = check_random_state(estimator.random_state)
         source = _state_digest(rng)

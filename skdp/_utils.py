@@ -1,9 +1,75 @@
-"""Small helpers shared across subpackages."""
+"""Small helpers shared across subpackages: what each step of a Pipeline does with the private data."""
 
-__all__ = ["dp_steps"]
+from sklearn.utils import get_tags
+
+__all__ = ["dp_steps", "named_steps", "step_kind", "leaky_steps", "leak_message"]
+
+
+def named_steps(estimator, prefix=""):
+    """``(name, step)`` pairs of an estimator or a Pipeline, nested Pipelines flattened (``outer__inner``)."""
+    if not hasattr(estimator, "steps"):
+        return [(prefix.rstrip("_") or type(estimator).__name__.lower(), estimator)]
+    out = []
+    for name, step in estimator.steps:
+        if hasattr(step, "steps"):
+            out.extend(named_steps(step, f"{prefix}{name}__"))
+        else:
+            out.append((f"{prefix}{name}", step))
+    return out
+
+
+def _frozen_inner(step):
+    """The estimator a ``sklearn.frozen.FrozenEstimator`` wraps, else ``None``."""
+    try:
+        from sklearn.frozen import FrozenEstimator
+    except ImportError:  # pragma: no cover - scikit-learn < 1.6
+        return None
+    return step.estimator if isinstance(step, FrozenEstimator) else None
+
+
+def step_kind(step):
+    """How a Pipeline step touches the rows it is fitted on.
+
+    * ``"dp"``: an skdp step (it has ``planned_events``); its cost is in its events.
+    * ``"stateless"``: ``None``, ``"passthrough"``, or a step whose tags say it
+      learns nothing in ``fit`` (``requires_fit=False``: ``FunctionTransformer``,
+      ``Normalizer``, ``Binarizer``).
+    * ``"public"``: a :class:`sklearn.frozen.FrozenEstimator`, the declaration that
+      the wrapped step was fitted beforehand on **public** data (a frozen step is
+      not refitted, so the private rows never reach its ``fit``).
+    * ``"non_dp"``: anything else. Its fitted state (a ``StandardScaler``'s exact
+      means, a feature selector's choice) is an exact function of the private
+      rows and is published with the model: no finite guarantee holds.
+    """
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return "stateless"
+    if hasattr(step, "planned_events"):
+        return "dp"
+    if _frozen_inner(step) is not None:
+        return "public"
+    try:
+        if not get_tags(step).requires_fit:
+            return "stateless"
+    except Exception:  # pragma: no cover - an object without sklearn tags
+        pass
+    return "non_dp"
 
 
 def dp_steps(estimator):
     """The skdp steps (those with ``planned_events``) of an estimator or a Pipeline, in order."""
-    steps = [s for _, s in estimator.steps] if hasattr(estimator, "steps") else [estimator]
-    return [s for s in steps if hasattr(s, "planned_events")]
+    return [s for _, s in named_steps(estimator) if step_kind(s) == "dp"]
+
+
+def leaky_steps(estimator):
+    """Names of the steps that would read the private rows without differential privacy."""
+    return [name for name, s in named_steps(estimator) if step_kind(s) == "non_dp"]
+
+
+def leak_message(names):
+    """Explanation naming the non-DP steps, and how to declare a public one."""
+    return (
+        f"step(s) {names} are not differentially private and are fitted on the private rows: their fitted "
+        "state (e.g. a StandardScaler's exact means) is published with the model, so no finite guarantee "
+        "holds. Use a DP step (skdp.DPStandardScaler, skdp.DPMinMaxScaler) or, if the step was fitted on "
+        "public data, declare it by wrapping the fitted step in sklearn.frozen.FrozenEstimator."
+    )

@@ -9,9 +9,11 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._utils import dp_steps
+from ._random import shared_sources
+from ._utils import dp_steps, leak_message, leaky_steps
 from .exceptions import PrivacyLeakWarning
-from .linear_model._base import _make_rng
+from . import diagnostics
+from ._random import fit_randomness, noise_source
 from .privacy import (
     BoundedRangeEvent,
     GaussianEvent,
@@ -55,7 +57,8 @@ def _charge_and_bound(scaler, X, privacy_ledger):
     ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
     if ledger is not None:
         nf = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
-        ledger.charge(scaler.planned_events(_num_samples(X), nf), label=type(scaler).__name__)
+        ledger.charge(scaler.planned_events(_num_samples(X), nf), label=type(scaler).__name__,
+                      noise_source=noise_source(scaler))
     X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True)
     pb = _public_bounds(scaler.bounds, X.shape[1])
     if pb is not None:
@@ -153,10 +156,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     clip_norm_ : float or None
         The radius ``c`` used (in units of the ranges), ``None`` without
         clipping. Private with ``"auto"`` (part of the release).
-    n_rows_clipped_ : int
-        Rows with a value outside ``bounds`` (clipped to them). **Not
-        private**: a diagnostic for the data holder, not covered by
-        ``privacy_spent_``.
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     n_features_in_ : int
 
     Examples
@@ -274,10 +278,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)
         r = hi - lo
         U = (np.clip(X, lo, hi) - lo) / r - 0.5  # each feature in [-1/2, 1/2]
-        self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
+        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
         epsilon, events = self._release_budget()
         radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
         if isinstance(self.clip_norm, str):
@@ -376,8 +380,11 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     privacy_events_ : list
     selection_epsilon_ : float
         ``eps0`` of each of the ``2 d`` selections.
-    n_rows_clipped_ : int
-        Rows with a value outside ``bounds``. **Not private** (a diagnostic).
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     n_features_in_ : int
 
     Examples
@@ -451,7 +458,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
         eps0 = self._selection_epsilon(d)
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)
         data_min, data_max = np.empty(d), np.empty(d)
         for j in range(d):
             grid = np.linspace(lo[j], hi[j], int(self.n_grid))
@@ -468,7 +475,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_ = (b - a) / self.data_range_
         self.min_ = a - data_min * self.scale_
         self.selection_epsilon_ = eps0
-        self.n_rows_clipped_ = int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
+        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
         self.privacy_events_ = [BoundedRangeEvent(eps0, 2 * d)]
         spent = price(self.privacy_events_, self.delta).budget
         self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
@@ -493,12 +500,43 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 def pipeline_privacy_spent(pipeline, delta=None):
-    """Total (epsilon, delta) of a fitted Pipeline's DP steps, composed by the accountant.
+    """Total (epsilon, delta) of a fitted Pipeline, composed by the accountant.
 
     All steps are fitted on the same rows (each on the output of the previous,
-    DP-released, transform), so their events compose sequentially. ``delta``
-    defaults to the sum of the steps' deltas. ``epsilon`` is infinite if a
-    step read a bound from the data.
+    DP-released, transform), so the DP steps' events compose sequentially.
+    ``delta`` defaults to the sum of the DP steps' deltas.
+
+    ``epsilon`` is infinite, with a :class:`~skdp.PrivacyLeakWarning`, when
+
+    * a step that is not differentially private learned from the rows (e.g.
+      sklearn's ``StandardScaler``: its exact ``mean_`` is published with the
+      model). Steps that learn nothing (``FunctionTransformer``,
+      ``Normalizer``, ``"passthrough"``) are free; a step fitted beforehand on
+      **public** data is declared by wrapping it in
+      :class:`sklearn.frozen.FrozenEstimator`;
+    * two DP steps drew the same noise (equal ``noise_source_``: e.g. a scaler
+      and a model both given ``random_state=0``), so they are not independent
+      releases;
+    * a DP step read a bound from the data (no warning here: the step warned
+      when it was fitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skdp import DPLogisticRegression, pipeline_privacy_spent
+    >>> rng = np.random.RandomState(0)
+    >>> X, y = rng.randn(500, 3), rng.randint(0, 2, 500)
+    >>> model = DPLogisticRegression(epsilon=1.0, data_norm=3.0, classes=[0, 1])
+    >>> leaky = make_pipeline(StandardScaler(), model).fit(X, y)
+    >>> pipeline_privacy_spent(leaky).epsilon   # the scaler's exact means are published
+    inf
+    >>> X_public = rng.randn(100, 3)           # e.g. a public reference sample
+    >>> honest = make_pipeline(FrozenEstimator(StandardScaler().fit(X_public)), model).fit(X, y)
+    >>> pipeline_privacy_spent(honest).epsilon <= 1.0
+    True
     """
     steps = dp_steps(pipeline)
     if not steps:
@@ -507,6 +545,20 @@ def pipeline_privacy_spent(pipeline, delta=None):
         check_is_fitted(s, "privacy_spent_")
     if delta is None:
         delta = min(math.fsum(s.delta for s in steps), 1 - 1e-12)
+    leaks = leaky_steps(pipeline)
+    if leaks:
+        warnings.warn(f"pipeline_privacy_spent is inf: {leak_message(leaks)}", PrivacyLeakWarning, stacklevel=2)
+        return PrivacyBudget(math.inf, delta)
+    shared = shared_sources(getattr(s, "noise_source_", None) for s in steps)
+    if shared:
+        names = [type(s).__name__ for s in steps if getattr(s, "noise_source_", None) in shared]
+        warnings.warn(
+            f"pipeline_privacy_spent is inf: the DP steps {names} drew the same noise (equal user-given "
+            "random_state), so they are not independent releases. Use random_state=None, or a different "
+            "secret seed per step.",
+            PrivacyLeakWarning, stacklevel=2,
+        )
+        return PrivacyBudget(math.inf, delta)
     if any(not s.privacy_spent_.is_finite for s in steps):
         return PrivacyBudget(math.inf, delta)
     return price([ev for s in steps for ev in s.privacy_events_], delta).budget
@@ -522,10 +574,28 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     is the largest factor for which the accountant prices the steps' planned
     events together at ``<= epsilon`` (Gaussian steps compose far better than
     by adding epsilons). Returns the pipeline.
+
+    Refused (``ValueError`` naming the step) when the pipeline has a step that
+    is not differentially private and would learn from the private rows (see
+    :func:`pipeline_privacy_spent`; wrap a step fitted on public data in
+    :class:`sklearn.frozen.FrozenEstimator`), or when two DP steps are given
+    the same seed (they would draw the same noise).
     """
     steps = dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
+    leaks = leaky_steps(pipeline)
+    if leaks:
+        raise ValueError(f"set_pipeline_budget refuses this pipeline: {leak_message(leaks)}")
+    seeded = [s.random_state for s in steps if isinstance(s.random_state, (int, np.integer))]
+    instances = [id(s.random_state) for s in steps
+                 if s.random_state is not None and not isinstance(s.random_state, (int, np.integer))]
+    if len(set(seeded)) < len(seeded) or len(set(instances)) < len(instances):
+        raise ValueError(
+            "set_pipeline_budget refuses this pipeline: two DP steps are given the same random_state, so "
+            "their noise would be the same draws. Use random_state=None (fresh OS entropy per fit) or a "
+            "different secret seed per step."
+        )
     w = np.ones(len(steps)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(steps),) or np.any(w <= 0):
         raise ValueError(f"weights must be {len(steps)} positive numbers, got {weights!r}.")

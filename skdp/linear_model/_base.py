@@ -6,10 +6,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
 
+from .. import diagnostics
+from .._random import fit_randomness, noise_source
 from ..bounds import bound_features, row_norms
 from ..exceptions import PrivacyLeakWarning
 from ..penalties import L2Penalty, NonconvexPenalty
@@ -23,13 +24,6 @@ def _intercept_row(fit_intercept, X, n_features):
     """Index of the intercept's constant column (the last one) when there is one."""
     p = X.shape[1] if X is not None else n_features
     return int(p) - 1 if (fit_intercept and p) else None
-
-
-def _make_rng(random_state):
-    """``None`` -> a fresh generator seeded from OS entropy (never numpy's global one)."""
-    if random_state is None:
-        return np.random.RandomState()
-    return check_random_state(random_state)
 
 
 class DPLinearModel(BaseEstimator):
@@ -215,7 +209,8 @@ class DPLinearModel(BaseEstimator):
         if ledger is None:
             return None
         planned = self.planned_events(_num_samples(X), _num_features(X))
-        ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})")
+        ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})",
+                      noise_source=noise_source(self))
         return planned
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
@@ -225,7 +220,7 @@ class DPLinearModel(BaseEstimator):
         ``rng`` is the fit's single generator (bound selections made before this
         call must have drawn from it, and ``pre_events`` are their events).
         """
-        rng = _make_rng(self.random_state) if rng is None else rng
+        rng = fit_randomness(self) if rng is None else rng
         budget, _ = self._bound_budget()
         pre_events = list(pre_events)
         data_norm = self.data_norm
@@ -255,7 +250,7 @@ class DPLinearModel(BaseEstimator):
         self.solver_ = solver.name
         self.data_norm_ = bounded.data_norm
         self.intercept_scaling_ = bounded.intercept_scaling
-        self.n_rows_clipped_ = bounded.n_clipped
+        diagnostics.record(self, n_rows_clipped=int(bounded.n_clipped), **result.diagnostics)
         self.n_iter_ = int(result.n_iter)
         self.noise_scale_ = float(result.noise_scale)
         self.privacy_events_ = events

@@ -13,7 +13,8 @@ from ..losses import SquaredLoss
 from ..penalties import L2Penalty
 from ..privacy import PrivacyBudget, active_ledger, price
 from ..solvers import SOLVERS, Problem, get_solver
-from ._base import _make_rng
+from .. import diagnostics
+from .._random import fit_randomness, noise_source
 
 __all__ = ["DPLasso"]
 
@@ -58,7 +59,7 @@ class DPLasso(RegressorMixin, BaseEstimator):
     feature_bound : float, default=1.0
         Public coordinate bound; entries are clipped to it. Dense input is
         clipped lazily (per mini-batch, never copied whole), so memory stays
-        at one copy of ``X``; the count of clipped rows is ``n_rows_clipped_``.
+        at one copy of ``X``; :func:`skdp.fit_diagnostics` counts the clipped rows.
     label_bound : float, (low, high) or None, default=None
         Public label range (``B`` means ``[-B, B]``).
     max_iter : int or None, default=None
@@ -75,14 +76,21 @@ class DPLasso(RegressorMixin, BaseEstimator):
     intercept_ : float
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) from the accountant, replace-one neighbours.
+        With a user-given ``random_state`` the guarantee assumes the seed is
+        secret and used for this one release (see ``noise_source_``). Exact
+        statistics of the data (rows clipped, ...) are not attributes: the
+        data holder reads them with :func:`skdp.fit_diagnostics`.
     privacy_events_ : list
     noise_scale_ : float
     n_iter_ : int
     solver_ : str
     solver_info_ : dict
     label_bound_ : tuple of float
-    n_rows_clipped_ : int
-        **Not private** (a diagnostic; do not publish it with the model).
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     n_features_in_ : int
 
     See Also
@@ -191,7 +199,8 @@ class DPLasso(RegressorMixin, BaseEstimator):
         planned = None
         if ledger is not None:
             planned = self.planned_events(_num_samples(X), _num_features(X))
-            ledger.charge(planned, label=f"DPLasso(solver={self.solver!r}, epsilon={self.epsilon})")
+            ledger.charge(planned, label=f"DPLasso(solver={self.solver!r}, epsilon={self.epsilon})",
+                          noise_source=noise_source(self))
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
@@ -201,7 +210,7 @@ class DPLasso(RegressorMixin, BaseEstimator):
         Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
         problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
                                 norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])))
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)
         budget = PrivacyBudget(self.epsilon, self.delta)
         result = solver.solve(problem, budget, rng)
         report = price(result.events, self.delta)
@@ -217,8 +226,7 @@ class DPLasso(RegressorMixin, BaseEstimator):
         self.accountant_ = report.method
         self.solver_info_ = dict(result.info)
         self.label_bound_ = (centre - bound, centre + bound)
-        self.n_rows_clipped_ = n_clipped
-        self.n_labels_clipped_ = n_lab
+        diagnostics.record(self, n_rows_clipped=int(n_clipped), n_labels_clipped=int(n_lab), **result.diagnostics)
         self.privacy_nominal_ = report.budget
         self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else report.budget
         if planned is not None and list(planned) != list(result.events):  # pragma: no cover - a bug

@@ -66,7 +66,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
     data_norm : float, "auto" or None, default="auto"
         Public bound on the L2 norm of each row (intercept column included).
-        Rows above it are scaled down (counted in ``n_rows_clipped_``).
+        Rows above it are scaled down (counted by :func:`skdp.fit_diagnostics`).
         ``"auto"`` chooses it privately (see ``bound_budget_fraction``);
         ``None`` reads it from the data and voids the guarantee.
     bound_budget_fraction : float, default=0.2
@@ -113,6 +113,10 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         (epsilon, delta) from the accountant for what the solver released,
         under replace-one neighbours; ``epsilon=inf`` if a bound was read from
         the data.
+        With a user-given ``random_state`` the guarantee assumes the seed is
+        secret and used for this one release (see ``noise_source_``). Exact
+        statistics of the data (rows clipped, ...) are not attributes: the
+        data holder reads them with :func:`skdp.fit_diagnostics`.
     privacy_nominal_ : PrivacyBudget
         The same, assuming the data-derived bounds had been public.
     noise_scale_ : float
@@ -121,11 +125,11 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         The accountant's method (``"gdp_exact"``, ``"rdp"``, ``"basic"``, ...).
     data_norm_ : float
         The row bound used.
-    n_rows_clipped_ : int
-        Number of rows scaled down to ``data_norm``. **Not private**: a
-        diagnostic for the data holder, not covered by ``privacy_spent_``; do
-        not publish it with the model (likewise ``n_labels_clipped_`` and the
-        ``kkt_residual`` in ``solver_info_``).
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     solver_ : str
         The solver that ran (resolves ``"auto"``).
     n_features_in_ : int

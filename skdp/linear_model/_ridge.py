@@ -11,7 +11,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..bounds import bound_labels, check_label_bound, public_label_range
 from ..losses import SquaredLoss
 from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
-from ._base import DPLinearModel, _make_rng
+from .. import diagnostics
+from .._random import fit_randomness
+from ._base import DPLinearModel
 
 __all__ = ["DPRidge"]
 
@@ -114,6 +116,10 @@ class DPRidge(RegressorMixin, DPLinearModel):
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
         bound was read from the data.
+        With a user-given ``random_state`` the guarantee assumes the seed is
+        secret and used for this one release (see ``noise_source_``). Exact
+        statistics of the data (rows clipped, ...) are not attributes: the
+        data holder reads them with :func:`skdp.fit_diagnostics`.
     privacy_nominal_ : PrivacyBudget
     noise_scale_ : float
     accountant_ : str
@@ -121,12 +127,11 @@ class DPRidge(RegressorMixin, DPLinearModel):
     label_bound_ : tuple of float
         ``(low, high)`` used for clipping.
     coef_norm_ : float
-    n_rows_clipped_ : int
-        Number of rows scaled down to ``data_norm``. **Not private**: a
-        diagnostic for the data holder, not covered by ``privacy_spent_``; do
-        not publish it with the model (likewise ``n_labels_clipped_`` and the
-        ``kkt_residual`` in ``solver_info_``).
-    n_labels_clipped_ : int
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     solver_ : str
     n_features_in_ : int
 
@@ -259,7 +264,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True
         )
         y = np.asarray(y, dtype=np.float64)
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)
         label_bound, pre_events = self.label_bound, []
         if _is_auto(label_bound):
             label_bound, pre_events = self._auto_label_range(y, rng)
@@ -277,7 +282,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.intercept_ = float(intercept_[0]) + centre
         self.label_bound_ = (centre - bound, centre + bound)
         self.coef_norm_ = M
-        self.n_labels_clipped_ = n_lab
+        diagnostics.record(self, n_labels_clipped=int(n_lab))
         return self
 
     def predict(self, X):

@@ -15,7 +15,9 @@ from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
 from ..solvers import SOLVERS, get_solver
 from ..solvers.sparse import SparseProblem
-from ._base import _make_rng, _warn_derived
+from .. import diagnostics
+from .._random import fit_randomness, noise_source
+from ._base import _warn_derived
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -128,12 +130,13 @@ class _DPSparseBase(BaseEstimator):
         planned = None
         if ledger is not None:
             planned = self.planned_events(n, d)
-            ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})")
+            ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})",
+                          noise_source=noise_source(self))
         K = float(self.feature_bound)
         Xc, n_clipped = clip_features(X, K)
         if self.fit_intercept:
             Xc = append_intercept_column(Xc, K)
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)
         budget, pre_events = self._budgets(solver)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc)
         if solver.clip_order is not None:
@@ -163,7 +166,7 @@ class _DPSparseBase(BaseEstimator):
         self.clip_norm_ = clip
         self.n_iter_ = int(result.n_iter)
         self.noise_scale_ = float(result.noise_scale)
-        self.n_rows_clipped_ = n_clipped
+        diagnostics.record(self, n_rows_clipped=int(n_clipped), **result.diagnostics)
         self.privacy_events_ = events
         self.accountant_ = report.method
         self.solver_info_ = dict(result.info)
@@ -202,7 +205,7 @@ _SHARED_PARAMS_DOC = """
         never thresholded.
     feature_bound : float, default=1.0
         Public bound ``K``: every feature value is clipped to ``[-K, K]`` (rows
-        touched are counted in ``n_rows_clipped_``). The default suits features
+        touched are counted by :func:`skdp.fit_diagnostics`). The default suits features
         scaled to ``[-1, 1]``; scale first (e.g. with public ranges) otherwise.
     clip_norm : float or "auto", default="auto"
         Per-example gradient clip norm ``G`` (L2 for ``dp_ight`` and the
@@ -240,6 +243,10 @@ _SHARED_ATTRS_DOC = """
         (epsilon, delta) for **replace-one** neighbouring datasets (one row
         swapped, ``n`` public), priced by the shared accountant from what was
         released, the private clip-norm choice included.
+        With a user-given ``random_state`` the guarantee assumes the seed is
+        secret and used for this one release (see ``noise_source_``). Exact
+        statistics of the data (rows clipped, ...) are not attributes: the
+        data holder reads them with :func:`skdp.fit_diagnostics`.
     privacy_nominal_ : PrivacyBudget
     privacy_events_ : list
     noise_scale_ : float
@@ -247,8 +254,11 @@ _SHARED_ATTRS_DOC = """
         stage-2 noise std (``two_stage``).
     clip_norm_ : float or None
     n_iter_ : int
-    n_rows_clipped_ : int
-        **Not private**: a diagnostic for the data holder only.
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     solver_ : str
     solver_info_ : dict
     accountant_ : str
@@ -375,12 +385,14 @@ class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
         if self.label_bound is not None:
             y_enc, centre, bound, n_lab, _ = bound_labels(y, self.label_bound, self.fit_intercept)
             self.label_bound_ = (centre - bound, centre + bound)
-            self.n_labels_clipped_ = n_lab
+            n_labels_clipped = int(n_lab)
         else:
             y_enc, centre = y.copy(), 0.0
             self.label_bound_ = None
-            self.n_labels_clipped_ = 0
-        return self._fit_sparse(X, y_enc, centre, privacy_ledger)
+            n_labels_clipped = 0
+        self._fit_sparse(X, y_enc, centre, privacy_ledger)
+        diagnostics.record(self, n_labels_clipped=n_labels_clipped)
+        return self
 
     def predict(self, X):
         """Predicted targets."""

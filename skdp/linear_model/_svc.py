@@ -68,7 +68,16 @@ class DPLinearSVC(ClassifierMixin, DPLinearModel):
     intercept_ : ndarray of shape (1,)
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours.
+        With a user-given ``random_state`` the guarantee assumes the seed is
+        secret and used for this one release (see ``noise_source_``). Exact
+        statistics of the data (rows clipped, ...) are not attributes: the
+        data holder reads them with :func:`skdp.fit_diagnostics`.
     noise_scale_ : float
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy
+        (``random_state=None``), else ``"seed:<digest>"`` of the generator
+        state the fit started from. Releases with equal digests share their
+        noise; skdp's composition tools report them as ``epsilon=inf``.
     solver_ : str
     n_iter_ : int
     n_features_in_ : int

@@ -1,13 +1,13 @@
 """Budget-aware model selection: DPGridSearchCV and the cost of a plain search."""
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier, _fit_context
 from sklearn.model_selection import ParameterGrid, check_cv
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import (
     _num_features,
@@ -20,7 +20,9 @@ from sklearn.utils.validation import (
 
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
-from .._utils import dp_steps
+from .._random import assign_child_seed, child_source, generator, root_seed
+from .._utils import dp_steps, leak_message, leaky_steps
+from ..exceptions import PrivacyLeakWarning
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
 __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
@@ -72,7 +74,13 @@ def search_privacy_cost(search, X, y=None, delta=None):
     Returns
     -------
     PrivacyBudget
-        ``epsilon=inf`` if a candidate reads a bound from the data.
+        ``epsilon=inf`` if a candidate reads a bound from the data; also, with
+        a :class:`~skdp.PrivacyLeakWarning`, if the estimator has a step that
+        is not DP and learns from the rows (see
+        :func:`skdp.pipeline_privacy_spent`), or if a DP step has a user-given
+        ``random_state``: ``clone`` copies the seed into every fold and
+        candidate, so all those fits draw the same noise and are not
+        independent releases.
     """
     if hasattr(search, "cv_results_"):
         candidates = list(search.cv_results_["params"])
@@ -91,6 +99,18 @@ def search_privacy_cost(search, X, y=None, delta=None):
     base = search.estimator
     if delta is None:
         delta = _find_delta(base)
+    leaks = leaky_steps(base)
+    if leaks:
+        warnings.warn(f"search_privacy_cost is inf: {leak_message(leaks)}", PrivacyLeakWarning, stacklevel=2)
+        return PrivacyBudget(math.inf, delta)
+    seeded = [type(s).__name__ for s in dp_steps(base) if s.random_state is not None]
+    if seeded and len(candidates) * (len(sizes) + int(bool(search.refit))) > 1:
+        warnings.warn(
+            f"search_privacy_cost is inf: {seeded} have a fixed random_state, which clone copies into every "
+            "candidate and fold, so their fits share noise. Leave random_state=None in a search.",
+            PrivacyLeakWarning, stacklevel=2,
+        )
+        return PrivacyBudget(math.inf, delta)
     events = []
     for params in candidates:
         est = clone(base).set_params(**params)
@@ -120,11 +140,20 @@ def _find_delta(est):
     return steps[0].delta
 
 
-def _set_budget(est, epsilon, delta, seed):
+def _set_budget(est, epsilon, delta, seed=None):
+    """Give a candidate ``(epsilon, delta)``, split equally across its DP steps (basic composition).
+
+    ``seed`` is ``(SeedSequence, source)``: each DP step's next fit draws from its own child of it.
+    """
     dp = dp_steps(est)
-    if len(dp) != 1:
-        raise ValueError("DPGridSearchCV needs exactly one skdp estimator in the pipeline.")
-    dp[0].set_params(epsilon=epsilon, delta=delta, random_state=seed)
+    children = [None] * len(dp)
+    if seed is not None:
+        seq, source = seed
+        children = [(c, child_source(source, i)) for i, c in enumerate(seq.spawn(len(dp)))]
+    for step, child in zip(dp, children):
+        step.set_params(epsilon=epsilon / len(dp), delta=delta / len(dp))
+        if child is not None:
+            assign_child_seed(step, *child)
     return est
 
 
@@ -144,7 +173,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     squared error clipped to the public label range for regressors) has
     replace-one sensitivity ``s = 1/n_val`` (``range^2/n_val``), and the best
     candidate is chosen with the exponential mechanism (Gumbel report-noisy-max,
-    scale ``2s/epsilon``; ``privacy_core.md`` section 3) using the whole
+    scale ``2s/epsilon``; McSherry and Talwar 2007) using the whole
     epsilon on the validation part.
 
     Privacy (replace-one, ``n`` public): a changed row lies either in the
@@ -159,7 +188,18 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : skdp estimator or Pipeline ending in one
-        Its ``epsilon``, ``delta`` and ``random_state`` are set by the search.
+        Its ``epsilon`` and ``delta`` are set by the search (split equally
+        across the DP steps of a Pipeline, e.g. a
+        :class:`~skdp.DPStandardScaler` and the model). Every other step must
+        learn nothing from the rows (``FunctionTransformer``, ``Normalizer``)
+        or be declared fitted on public data
+        (:class:`sklearn.frozen.FrozenEstimator`); a step such as sklearn's
+        ``StandardScaler`` is refused with a ``ValueError`` naming it. The
+        steps' own ``random_state`` is not used: each DP step of each
+        candidate draws its noise from an independent child
+        (``numpy.random.SeedSequence.spawn``) of the search's
+        ``random_state``, which never becomes a parameter of the fitted
+        candidates.
     param_grid : dict or list of dicts
         As in :class:`sklearn.model_selection.GridSearchCV`; must not contain
         ``epsilon``, ``delta`` or ``random_state``.
@@ -172,7 +212,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Parallel candidate fits (joblib).
     random_state : int, RandomState instance or None, default=None
-        Seeds the split, the candidates' noise and the selection.
+        Root of the split, the candidates' noise and the selection. ``None``
+        takes 128 bits of fresh OS entropy per fit (never numpy's global
+        generator). A given seed makes the search reproducible; the guarantee
+        then assumes the seed is secret and used for this one search.
 
     Attributes
     ----------
@@ -184,6 +227,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         The (epsilon, delta) each candidate was fitted with.
     privacy_spent_ : PrivacyBudget
         Total for the search (replace-one).
+    noise_source_ : str
+        ``"os-entropy"`` or ``"seed:<digest>"`` of ``random_state`` (see
+        :func:`skdp.pipeline_privacy_spent`); a ledger refuses a second search
+        with the same seed.
     cv_results_ : dict
         ``{"params": [...]}``: the candidates (no scores: they are private).
     classes_ : ndarray (classifiers)
@@ -203,7 +250,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit", "planned_events"]), HasMethods(["fit", "steps"])],
+        "estimator": [HasMethods(["fit"])],
         "param_grid": [dict, list],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
@@ -289,6 +336,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
+        self._check_estimator()
         cands = self._candidates()
         # shape checks only (the candidates validate the values): a clear error before any split
         check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
@@ -298,22 +346,40 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError("validation_fraction leaves no training rows.")
         eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X))
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+        root, source = root_seed(self.random_state)
         if ledger is not None:
-            ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})")
+            ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})",
+                          noise_source=source)
         with suspend_active_ledger():
-            return self._fit(X, y, cands, n, n_val, eps_c, d_c)
+            return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source)
 
-    def _fit(self, X, y, cands, n, n_val, eps_c, d_c):
+    def _check_estimator(self):
+        """A DP estimator, or a Pipeline whose steps are all DP, stateless or declared public."""
+        steps = dp_steps(self.estimator)
+        if not steps:
+            raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
+                            f"{type(self.estimator).__name__}.")
+        final = self.estimator.steps[-1][1] if hasattr(self.estimator, "steps") else self.estimator
+        if final is not steps[-1] or not hasattr(final, "predict"):
+            raise TypeError("The Pipeline given to DPGridSearchCV must end in an skdp estimator (a DP "
+                            f"classifier or regressor); it ends in {type(final).__name__}.")
+        leaks = leaky_steps(self.estimator)
+        if leaks:
+            raise ValueError(f"DPGridSearchCV refuses this estimator: {leak_message(leaks)}")
+
+    def _fit(self, X, y, cands, n, n_val, eps_c, d_c, root, source):
         X, y = indexable(X, y)
-        rng = check_random_state(self.random_state)
+        # one root per search (fresh OS entropy for random_state=None): child 0 drives the split and the
+        # selection, child i + 1 every DP step of candidate i (independent noise, never a parameter)
+        seeds = root.spawn(len(cands) + 1)
+        rng = generator(seeds[0])
         perm = rng.permutation(n)
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
 
         Xt, yt = _take(X, train_idx), _take(y, train_idx)
         Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))
-        seeds = rng.randint(np.iinfo(np.int32).max, size=len(cands))
-        ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, int(s))
-                for p, s in zip(cands, seeds)]
+        ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, (s, child_source(source, i + 1)))
+                for i, (p, s) in enumerate(zip(cands, seeds[1:]))]
         fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt) for e in ests)
 
         # Private selection on the validation part only.
@@ -338,6 +404,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         # Parallel composition over the data-independent partition (see the class docstring).
         self.privacy_spent_ = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
         self.candidate_budget_ = PrivacyBudget(eps_c, d_c)
+        self.noise_source_ = source
         self.best_index_ = best
         self.best_params_ = cands[best]
         self.best_estimator_ = fitted[best]
@@ -374,11 +441,12 @@ def _take(A, idx):
 
 
 def _dp_step(est):
-    return dp_steps(est)[0]
+    """The final DP step (the model) of a candidate."""
+    return dp_steps(est)[-1]
 
 
 def _events_of(est):
-    return _dp_step(est).privacy_events_
+    return [ev for step in dp_steps(est) for ev in step.privacy_events_]
 
 
 def _label_range(est):

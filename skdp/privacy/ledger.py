@@ -9,6 +9,15 @@ accountant (tight composition, not a sum of epsilons) and refuses the fit with
 budget. All fits are assumed to touch the same dataset (sequential composition),
 which is the conservative reading for cross-validation and grid search.
 
+Composition assumes the recorded fits drew **independent** noise. A fit with
+``random_state=None`` draws fresh OS entropy, so that always holds. A fit
+with a user-given seed records a digest of its generator state (its
+``noise_source_``); a second fit with the same digest would share the first
+one's noise (cross-validation folds with ``random_state=0``, a scaler and a
+model given the same seed), so the ledger prices the pair at
+``epsilon=inf``: it refuses the fit unless its budget is infinite, and
+:meth:`PrivacyLedger.spent` then reports ``inf``.
+
 Two ways to attach a ledger to fits:
 
 * as fit metadata, ``est.fit(X, y, privacy_ledger=ledger)`` (routed by
@@ -33,6 +42,7 @@ import tempfile
 import threading
 from dataclasses import asdict, fields
 
+from .._random import shared_sources
 from ..exceptions import BudgetExceededError
 from . import events as _events
 from .accounting import price
@@ -76,7 +86,7 @@ def active_ledger():
 class _NoLedger:
     """Placeholder that charges nothing: used while a composite fit has charged itself."""
 
-    def charge(self, events, label=""):
+    def charge(self, events, label="", noise_source=None):
         return None
 
 
@@ -137,11 +147,21 @@ class PrivacyLedger:
     >>> rng = np.random.RandomState(0)
     >>> X, y = rng.randn(200, 3), rng.randint(0, 2, 200)
     >>> ledger = PrivacyLedger(epsilon=1.0, delta=1e-5)
-    >>> est = DPLogisticRegression(epsilon=0.5, data_norm=3.0, classes=[0, 1], random_state=0)
+    >>> est = DPLogisticRegression(epsilon=0.5, data_norm=3.0, classes=[0, 1])
     >>> _ = est.fit(X, y, privacy_ledger=ledger)
     >>> _ = est.fit(X, y, privacy_ledger=ledger)
     >>> ledger.n_fits, ledger.spent().epsilon < 1.0   # two Gaussian fits compose below 2 x 0.5
     (2, True)
+
+    Two fits with the same user seed would share their noise; the ledger
+    does not compose them as independent:
+
+    >>> seeded = DPLogisticRegression(epsilon=0.1, data_norm=3.0, classes=[0, 1], random_state=0)
+    >>> _ = seeded.fit(X, y, privacy_ledger=ledger)
+    >>> seeded.fit(X, y, privacy_ledger=ledger)
+    Traceback (most recent call last):
+    ...
+    skdp.exceptions.BudgetExceededError: Refusing to fit ...
     """
 
     def __init__(self, epsilon, delta, relation="replace_one", path=None):
@@ -174,8 +194,10 @@ class PrivacyLedger:
             return [json.loads(line) for line in fh if line.strip()]
 
     def records(self):
-        """List of ``{"label": str, "events": [...]}``, one per recorded fit."""
-        return [{"label": r["label"], "events": [_load_event(e) for e in r["events"]]} for r in self._read()]
+        """List of ``{"label": str, "events": [...], "noise_source": str or None}``, one per recorded fit."""
+        return [{"label": r["label"], "events": [_load_event(e) for e in r["events"]],
+                 "noise_source": r.get("noise_source"), "unbounded": bool(r.get("unbounded"))}
+                for r in self._read()]
 
     @property
     def n_fits(self):
@@ -186,36 +208,54 @@ class PrivacyLedger:
         return [ev for r in self.records() for ev in r["events"]]
 
     def spent(self):
-        """What every recorded fit costs together, by the shared accountant."""
-        return price(self.events(), self.budget.delta, self.budget.relation).budget
+        """What every recorded fit costs together, by the shared accountant.
+
+        ``epsilon=inf`` if two recorded fits share a seeded noise source, or
+        one had no finite guarantee (recorded against an infinite budget).
+        """
+        records = self.records()
+        if any(r["unbounded"] for r in records) or shared_sources(r["noise_source"] for r in records):
+            return PrivacyBudget(float("inf"), self.budget.delta, self.budget.relation)
+        return price([ev for r in records for ev in r["events"]], self.budget.delta, self.budget.relation).budget
 
     # ------------------------------------------------------------------ charging
-    def charge(self, events, label=""):
+    def charge(self, events, label="", noise_source=None):
         """Record one fit's events, or raise ``BudgetExceededError`` leaving the ledger unchanged.
 
         ``events=None`` means the fit has no finite guarantee (a bound would be
         read from the data); it is always refused unless the budget is infinite.
+        ``noise_source`` is the fit's ``noise_source_`` (see
+        :func:`skdp._random.noise_source`); a seeded source already recorded
+        means shared noise: the total is ``inf``, refused likewise.
         """
         lock = self._lock()
         try:
-            recorded = [ev for r in self.records() for ev in r["events"]]
-            if events is None:
+            records = self.records()
+            recorded = [ev for r in records for ev in r["events"]]
+            clash = [r["label"] for r in records
+                     if shared_sources([r["noise_source"], noise_source])]
+            if (events is None or clash or any(r["unbounded"] for r in records)
+                    or shared_sources(r["noise_source"] for r in records)):
                 total = PrivacyBudget(float("inf"), self.budget.delta, self.budget.relation)
             else:
                 total = price(recorded + list(events), self.budget.delta, self.budget.relation).budget
             if total.epsilon > self.budget.epsilon:
-                why = (
-                    "it has no finite guarantee (a bound such as data_norm, classes or label_bound "
-                    "would be read from the data)"
-                    if events is None
-                    else f"the total would be {total}"
-                )
+                if events is None:
+                    why = ("it has no finite guarantee (a bound such as data_norm, classes or label_bound "
+                           "would be read from the data)")
+                elif clash:
+                    why = (f"its random_state gives the same noise as the recorded fit {clash[0]!r} "
+                           "(the two releases would share noise, so no finite guarantee holds; use "
+                           "random_state=None or a different secret seed per fit)")
+                else:
+                    why = f"the total would be {total}"
                 raise BudgetExceededError(
                     f"Refusing to fit {label or 'this estimator'}: {why}, over the ledger's budget "
                     f"{self.budget} ({len(self._read())} fits recorded so far)."
                 )
             with open(self.path, "a") as fh:
-                fh.write(json.dumps({"label": label, "events": [_dump_event(e) for e in events]}) + "\n")
+                fh.write(json.dumps({"label": label, "events": [_dump_event(e) for e in (events or [])],
+                                     "noise_source": noise_source, "unbounded": events is None}) + "\n")
             return total
         finally:
             lock.close()
