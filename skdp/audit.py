@@ -44,6 +44,7 @@ from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
+from ._random import generator
 from .privacy.mechanisms import scaled_noise
 
 __all__ = ["AuditResult", "audit", "audit_solvers", "epsilon_lower_bound", "gdp_mu_for"]
@@ -360,7 +361,8 @@ def audit(estimator, X=None, y=None, *, n_fits=500, canary_norm=None, canary_lab
     _check("claimed_delta", delta, Real, -1e-300, 1.0)
     if canary_norm is not None:
         _check("canary_norm", canary_norm, Real, 0.0)
-    rng = check_random_state(random_state)
+    # None: fresh OS entropy, never numpy's global generator
+    rng = check_random_state(random_state) if random_state is not None else generator(np.random.SeedSequence())
     norm = float(canary_norm) if canary_norm is not None else (_public_norm(estimator) or 1.0)
     if X is None:
         X, y = _default_background(estimator, norm, rng)

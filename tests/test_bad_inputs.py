@@ -26,6 +26,7 @@ from skdp import (
     DPMinMaxScaler,
     DPStandardScaler,
     PrivacyLeakWarning,
+    fit_diagnostics,
 )
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.model_selection import DPGridSearchCV
@@ -212,7 +213,7 @@ def test_data_beyond_the_bounds_is_clipped_and_counted(name):
     y = y * 50.0 if is_regressor(est) or (isinstance(est, DPGridSearchCV)) else y
     _call_and_check_untouched(lambda: _fit(est, X, y), X, y)
     fitted = est.best_estimator_ if isinstance(est, DPGridSearchCV) else est
-    assert fitted.n_rows_clipped_ > 0
+    assert fit_diagnostics(fitted)["n_rows_clipped"] > 0
     assert math.isfinite(fitted.privacy_spent_.epsilon)
 
 

@@ -9,7 +9,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLeakWarning, list_solvers
+from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLeakWarning, fit_diagnostics, list_solvers
 from skdp.privacy import gdp_mu, objective_perturbation_gaussian, objective_perturbation_pure
 from skdp.solvers import get_solver
 
@@ -282,14 +282,14 @@ def test_rows_clipped_and_counted(clf_data):
     np.testing.assert_array_equal(b.X[small, :-1], Xbig[small])
     assert b.n_clipped == int(np.sum(np.linalg.norm(Xbig, axis=1) > math.sqrt(8)))
     est = _clf(intercept_scaling=1.0).fit(Xbig, y)
-    assert est.n_rows_clipped_ == b.n_clipped
+    assert fit_diagnostics(est)["n_rows_clipped"] == b.n_clipped
 
 
 def test_labels_clipped_and_centred(reg_data):
     X, y = reg_data
     est = DPRidge(data_norm=2.5, label_bound=(-1.0, 2.0), random_state=0).fit(X, y)
     assert est.label_bound_ == (-1.0, 2.0)
-    assert est.n_labels_clipped_ == int(np.sum((y < -1) | (y > 2)))
+    assert fit_diagnostics(est)["n_labels_clipped"] == int(np.sum((y < -1) | (y > 2)))
 
 
 # ------------------------------------------------------------------ bad input

@@ -12,9 +12,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import diagnostics
+from .._random import fit_randomness
 from ..bounds import bound_features
 from ..exceptions import PrivacyLeakWarning
-from ..linear_model._base import _make_rng
 from ..privacy import (
     GaussianEvent,
     L2LaplaceEvent,
@@ -25,7 +26,7 @@ from ..privacy import (
     price,
     pure_noise_scale,
 )
-from ._mpc import FixedPointRing, SecureAggregator, secret_share
+from ._mpc import SEED_BITS, FixedPointRing, SecureAggregator, party_seed, secret_share, seeded_generator
 
 __all__ = ["MultiPartyDPLogisticRegression", "split_parties"]
 
@@ -193,6 +194,11 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
     frac_bits : int, default=32
         Fractional bits of the fixed-point ring.
     random_state : int, RandomState instance or None
+        ``None`` (default): every fit draws 128 bits of fresh OS entropy, from which each party's own
+        ``SeedSequence`` is derived (its 128-bit contribution to the aggregate's noise seed and the
+        128-bit seed of its share generator); two such fits never share noise. An ``int`` or
+        ``RandomState`` makes the fit reproducible; the guarantee then assumes the seed is secret and
+        used for this one release (see ``noise_source_``).
 
     Attributes
     ----------
@@ -205,9 +211,14 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
     privacy_events_ : list
     noise_scale_ : float
     n_iter_ : int
-    n_rows_clipped_ : int
-        Rows scaled down to ``data_norm``. **Not private**: a diagnostic for the data holders, not covered by
-        ``privacy_spent_``.
+    noise_source_ : str
+        ``"os-entropy"`` when the noise came from fresh OS entropy (``random_state=None``), else a digest of
+        the seed (``"seed:<digest>"``); composition tools report ``epsilon=inf`` for releases that share a
+        digest.
+
+    Exact statistics of the data (the number of rows clipped to ``data_norm``, summed over parties) are not
+    attributes: they are not private, and the data holders read them with :func:`skdp.fit_diagnostics`
+    (``fit_diagnostics(clf)["n_rows_clipped"]``).
 
     Examples
     --------
@@ -304,6 +315,7 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        diagnostics.reset(self)
         if _is_dask(X):
             return self._fit_dask(X, y, parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
@@ -358,10 +370,15 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         sizes = np.asarray(backend.sizes)
         d = backend.n_features + int(self.fit_intercept)
         sens, scale, events, T = self._calibration(sizes, d)
-        rng = _make_rng(self.random_state)
+        rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
         m = len(sizes)
-        party_seeds = rng.randint(0, 2**31 - 1, size=m)
-        party_rngs = [np.random.RandomState(s) for s in rng.randint(0, 2**31 - 1, size=m)]
+        # 128 bits from the fit's generator root every party's own SeedSequence; each party splits its own
+        # into a 128-bit contribution to the aggregate's noise seed and the seed of its share generator
+        root = np.random.SeedSequence([int(w) for w in rng.randint(0, 2**32, size=SEED_BITS // 32,
+                                                                   dtype=np.uint64)])
+        own = [party.spawn(2) for party in root.spawn(m)]
+        party_seeds = [party_seed(noise_seq) for noise_seq, _ in own]
+        party_rngs = [seeded_generator(share_seq) for _, share_seq in own]
         ring = FixedPointRing(self.frac_bits)
         # public bound on every shared entry (a clipped mean gradient, or a local minimiser, ||theta|| <= G/alpha):
         # the sum of m of them must fit the ring, or the reconstruction would wrap around
@@ -403,12 +420,12 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.n_parties_ = m
         self.party_sizes_ = sizes
         self.backend_ = backend.name
-        self.n_rows_clipped_ = int(backend.n_rows_clipped)
         self.n_iter_ = T
         self.noise_scale_ = float(scale)
         self.privacy_events_ = list(events)
         spent = price(events, self.delta).budget
         self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
+        diagnostics.record(self, n_rows_clipped=int(backend.n_rows_clipped))
         return self
 
     def decision_function(self, X):

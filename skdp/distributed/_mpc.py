@@ -5,8 +5,13 @@ rows (the sizes are public); a vector a party contributes is encoded in fixed po
 ``Z_{2^64}``, split into ``m`` additive shares that are uniform on the ring (any ``m - 1`` of them reveal
 nothing), and only sums of shares are combined. :class:`SecureAggregator` is the ideal functionality of the
 protocol: it takes every party's shares, reconstructs the **sum** inside, adds the DP noise drawn from
-randomness to which every party contributed (the XOR of the parties' seeds), and reveals only the noisy
-average. No party sees another's vector, and nobody sees the un-noised sum.
+randomness to which every party contributed (the XOR of the parties' 128-bit seeds), and reveals only the
+noisy average. No party sees another's vector, and nobody sees the un-noised sum.
+
+Every generator here has at least 128 bits of seed: a party's contribution is a 128-bit integer (or a
+``numpy.random.SeedSequence``, of which 128 bits are taken), and the noise generator is an MT19937 seeded
+through ``SeedSequence`` with their XOR. (Seeding with a 31- or 32-bit integer would leave at most ``2^32``
+noise streams, few enough to enumerate and so recover the un-noised aggregate.)
 """
 
 import numpy as np
@@ -14,6 +19,31 @@ import numpy as np
 __all__ = ["FixedPointRing", "secret_share", "reconstruct", "SecureAggregator"]
 
 _MASK = (1 << 64) - 1
+#: bits of every party's contribution to the noise seed
+SEED_BITS = 128
+_SEED_MASK = (1 << SEED_BITS) - 1
+
+
+def party_seed(seed):
+    """A party's contribution as a non-negative 128-bit integer.
+
+    ``seed`` is an ``int`` (its low 128 bits are used; negative ones are refused) or a
+    ``numpy.random.SeedSequence`` (128 bits of its output, ``generate_state(4, uint32)``).
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        words = seed.generate_state(SEED_BITS // 32, dtype=np.uint32)
+        return sum(int(w) << (32 * i) for i, w in enumerate(words))
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"a party seed must be an int or a numpy.random.SeedSequence, got {type(seed).__name__}.")
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"a party seed must be non-negative, got {seed!r}.")
+    return seed & _SEED_MASK
+
+
+def seeded_generator(seed_sequence):
+    """A ``RandomState``-compatible generator (MT19937) seeded from a ``SeedSequence`` (all its entropy)."""
+    return np.random.RandomState(np.random.MT19937(seed_sequence))
 
 
 class FixedPointRing:
@@ -68,17 +98,25 @@ class SecureAggregator:
     Parameters
     ----------
     ring : FixedPointRing
-    party_seeds : sequence of int
-        Each party's contribution to the noise randomness; the noise generator is seeded with their XOR
-        (uniform if any one party's seed is), as in the card's secure noise generation.
+    party_seeds : sequence of int or numpy.random.SeedSequence
+        Each party's contribution to the noise randomness: a non-negative 128-bit integer (only the low
+        128 bits count) or a ``SeedSequence`` (128 bits of its output are taken). The noise generator
+        (MT19937 behind a ``RandomState`` interface) is seeded through ``numpy.random.SeedSequence`` with
+        their 128-bit XOR, which is uniform on ``[0, 2^128)`` if any one party's seed is (and independent of
+        the others), as in the card's secure noise generation. An honest party draws its seed from at least
+        128 bits of entropy.
     """
 
     def __init__(self, ring, party_seeds):
         self.ring = ring
+        party_seeds = list(party_seeds)
+        if not party_seeds:
+            raise ValueError("SecureAggregator needs at least one party seed.")
         seed = 0
         for s in party_seeds:
-            seed ^= int(s) & 0xFFFFFFFF
-        self._noise_rng = np.random.RandomState(seed)
+            seed ^= party_seed(s)
+        self._noise_seed = np.random.SeedSequence(seed)
+        self._noise_rng = seeded_generator(self._noise_seed)
         self.n_rounds = 0
 
     def noisy_average(self, shares_by_party, noise):

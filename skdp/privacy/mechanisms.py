@@ -1,8 +1,9 @@
 """Noise samplers. They draw only from the generator they are given.
 
-Estimators pass ``check_random_state(self.random_state)``; ``random_state=None``
-therefore means numpy's global ``RandomState``, which is seeded from OS
-entropy at import, and an ``int`` gives reproducible draws.
+Estimators pass the one generator of their fit (``skdp._random.fit_randomness``):
+``random_state=None`` means a generator seeded with 128 bits of fresh OS
+entropy for that fit (never numpy's global one), and an ``int`` gives
+reproducible draws.
 
 References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
 ``seed002_output_perturbation.md`` section 3.1.
