@@ -5,8 +5,10 @@ Privacy-utility curves: every classification solver
 Test accuracy against epsilon on breast_cancer (70/30 split) for :class:`~skdp.DPLogisticRegression`
 with each of its solvers, :class:`~skdp.DPLinearSVC` and :class:`~skdp.DPSparseLogisticRegression`,
 next to sklearn's non-private logistic regression. delta = 1e-5, mean of 2 seeds. Public bounds fixed a
-priori: the class set and ``data_norm = sqrt(d)`` for standardised rows (the scaler stands in for public
-scaling). Every fit checks ``privacy_spent_ <= epsilon``.
+priori: the class set and ``data_norm = sqrt(d)`` for standardised rows. The scaler is sklearn's
+``StandardScaler`` fitted on the training rows, which is not private; it stands in for a public scaling, so
+the curves measure the models' utility, and the checked ``privacy_spent_ <= epsilon`` covers each model, not
+the scaling.
 """
 
 import math

@@ -5,7 +5,9 @@ Privacy-utility curves: every regression solver
 Test R^2 against epsilon on diabetes (70/30 split) for :class:`~skdp.DPRidge` with each of its solvers,
 :class:`~skdp.DPLasso` and :class:`~skdp.DPSparseLinearRegression`, next to sklearn's ridge. delta =
 1e-5, mean of 2 seeds, R^2 clipped at -1 in the plot. Public bounds fixed a priori: the label range
-(25, 346) of the disease-progression score and ``data_norm = sqrt(d)`` for standardised rows. The
+(25, 346) of the disease-progression score and ``data_norm = sqrt(d)`` for standardised rows (sklearn's
+``StandardScaler`` fitted on the training rows, not private: it stands in for a public scaling, and the
+privacy checked is each model's). The
 constrained solvers use the default coefficient radius, which is loose here; regression with few rows
 is where the choice of solver matters most.
 """

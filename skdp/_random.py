@@ -12,6 +12,13 @@ Every skdp release draws its noise from one generator made here:
   :func:`~skdp.pipeline_privacy_spent`, :func:`~skdp.model_selection.search_privacy_cost`)
   treat two releases with the same digest as sharing their noise and report
   ``epsilon=inf`` (or refuse) instead of composing them as independent.
+  A seed is weaker than fresh entropy in two ways the digest cannot fix: an
+  ``int`` seed has at most 32 bits (sklearn's convention), so whoever can
+  rerun the fit can enumerate the seeds and regenerate the noise; and a seed
+  given as a parameter travels with the pickled model (``get_params``; a
+  ``RandomState``'s state can even be rewound to the draws it made). Seeds are
+  for tests and reproducible experiments; publish models fitted with
+  ``random_state=None``.
 * where skdp itself fans out (the candidates of
   :class:`~skdp.model_selection.DPGridSearchCV`, every DP step of a candidate
   Pipeline), it derives independent children of one root with

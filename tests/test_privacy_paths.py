@@ -64,9 +64,13 @@ def _fold_coefs(est, X, y):
 
 
 # ----------------------------------------------------------------------------- 1. secret noise
-def test_cross_validation_folds_draw_independent_noise(null_design):
+@pytest.mark.parametrize("defaults", [False, True], ids=["dp_gd", "all-defaults"])
+def test_cross_validation_folds_draw_independent_noise(null_design, defaults):
+    """The acceptance call: cross_validate(DPLogisticRegression(epsilon=1, classes=[0, 1]), X, y, cv=5).
+    On zero features the coefficients are functions of the noise alone (the intercept is not used)."""
     X, y = null_design
-    coefs = _fold_coefs(_null_model(), X, y)
+    est = DPLogisticRegression(epsilon=1, classes=[0, 1]) if defaults else _null_model()
+    coefs = _fold_coefs(est, X, y)
     assert all(np.std(c) > 0 for c in coefs)
     # independent 60-dim noise vectors: |corr| ~ 1/sqrt(60) = 0.13; 10 pairs stay far below 0.6
     assert _max_abs_corr(coefs) < 0.6
