@@ -205,7 +205,7 @@ def test_private_pipeline_utility_at_a_total_epsilon_of_one(dataset):
         for seed in range(20):
             model = (DPLogisticRegression(data_norm="auto", classes=[0, 1], random_state=seed) if classify
                      else DPRidge(data_norm="auto", label_bound=(0, 400), random_state=seed))
-            pipe = make_pipeline(DPStandardScaler(bounds=(lo, hi), clip_norm="auto", random_state=seed), model)
+            pipe = make_pipeline(DPStandardScaler(bounds=(lo, hi), clip_norm="auto", random_state=1000 + seed), model)
             set_pipeline_budget(pipe, 1.0, 1e-5, n_samples=len(ytr), n_features=X.shape[1]).fit(Xtr, ytr)
             assert pipeline_privacy_spent(pipe, 1e-5) <= PrivacyBudget(1.0, 1e-5)
             scores.append(pipe.score(Xte, yte))
@@ -217,7 +217,7 @@ def test_pipeline_budget_helpers():
     X = rng.uniform(0, 4, size=(400, 3))
     y = (X[:, 0] > 2).astype(int)
     pipe = make_pipeline(DPStandardScaler(bounds=(0, 4), random_state=0),
-                         DPLogisticRegression(data_norm="auto", classes=[0, 1], random_state=0))
+                         DPLogisticRegression(data_norm="auto", classes=[0, 1], random_state=1))
     set_pipeline_budget(pipe, 1.0, 1e-5)
     assert pipe[0].epsilon == pipe[1].epsilon == 0.5
     pipe.fit(X, y)
@@ -304,7 +304,7 @@ def test_minmax_in_a_pipeline_budget():
     X = rng.uniform(0, 4, size=(400, 3))
     y = (X[:, 0] > 2).astype(int)
     pipe = make_pipeline(DPMinMaxScaler(bounds=(0, 4), random_state=0),
-                         DPLogisticRegression(data_norm=math.sqrt(3), classes=[0, 1], random_state=0))
+                         DPLogisticRegression(data_norm=math.sqrt(3), classes=[0, 1], random_state=1))
     set_pipeline_budget(pipe, 1.0, 1e-5, n_samples=400, n_features=3)
     pipe.fit(X, y)
     assert pipeline_privacy_spent(pipe, 1e-5).epsilon <= 1.0 + 1e-9
