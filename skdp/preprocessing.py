@@ -142,6 +142,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     bound_budget_fraction : float, default=0.2
         With ``clip_norm="auto"``, the share of ``epsilon`` spent choosing ``c``.
     random_state : int, RandomState instance or None, default=None
+        ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
+        never from numpy's global generator. A seed makes the fit reproducible;
+        the guarantee then assumes it is secret and used for one release (see
+        ``noise_source_``).
 
     Attributes
     ----------
@@ -368,6 +372,10 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     n_grid : int, default=64
         Public candidates per feature (evenly spaced over ``bounds``).
     random_state : int, RandomState instance or None, default=None
+        ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
+        never from numpy's global generator. A seed makes the fit reproducible;
+        the guarantee then assumes it is secret and used for one release (see
+        ``noise_source_``).
 
     Attributes
     ----------

@@ -68,6 +68,10 @@ class DPLasso(RegressorMixin, BaseEstimator):
     solver_options : dict or None, default=None
         Solver-specific settings (``{"batch_size": b}`` for ``noisy_sfw``).
     random_state : int, RandomState instance or None, default=None
+        ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
+        never from numpy's global generator. A seed makes the fit reproducible;
+        the guarantee then assumes it is secret and used for one release (see
+        ``noise_source_``).
     verbose : int, default=0
 
     Attributes

@@ -99,7 +99,10 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         ``option_keys`` (see :func:`skdp.list_solvers`), e.g.
         ``{"batch_size": 64}`` or ``{"p": 1.5}`` for ``noisy_sfw_lp``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise. ``None`` draws fresh OS entropy for every fit.
+        ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
+        never from numpy's global generator. A seed makes the fit reproducible;
+        the guarantee then assumes it is secret and used for one release (see
+        ``noise_source_``).
     verbose : int, default=0
         Print the noise scale and privacy spent after fitting.
 

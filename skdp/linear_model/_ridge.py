@@ -105,7 +105,10 @@ class DPRidge(RegressorMixin, DPLinearModel):
         Solver-specific settings, validated against the solver's
         ``option_keys`` (see :func:`skdp.list_solvers`).
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise; ``None`` draws fresh OS entropy.
+        ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
+        never from numpy's global generator. A seed makes the fit reproducible;
+        the guarantee then assumes it is secret and used for one release (see
+        ``noise_source_``).
     verbose : int, default=0
 
     Attributes

@@ -228,7 +228,10 @@ _SHARED_PARAMS_DOC = """
         ``student_max_iter``; ``dp_fw_l1``: ``l1_radius``; ``two_stage``:
         ``n_blocks``, ``coef_norm``). Unknown keys raise ``ValueError``.
     random_state : int, RandomState instance or None, default=None
-        Seeds all noise and the public random choices; ``None`` draws fresh OS entropy.
+        Seeds all noise and the random choices. ``None``: 128 bits of fresh OS
+        entropy per fit, never numpy's global generator. A seed makes the fit
+        reproducible; the guarantee then assumes it is secret and used for one
+        release (see ``noise_source_``).
     verbose : int, default=0
 """
 

@@ -625,4 +625,5 @@ class TwoStage(_SparseSolver):
         events = [event1] + list(result.events)
         info = {"n_blocks": k, "vote_scale": event1.scale, "stage2_noise": result.noise_scale,
                 "coef_norm": sub.coef_norm, **{f"stage2_{key}": v for key, v in result.info.items()}}
-        return SolverResult(w, 1, events, result.noise_scale, info)
+        diagnostics = {f"stage2_{key}": v for key, v in result.diagnostics.items()}
+        return SolverResult(w, 1, events, result.noise_scale, info, diagnostics)
