@@ -2,7 +2,7 @@
 
 from sklearn.utils import get_tags
 
-__all__ = ["dp_steps", "named_steps", "step_kind", "leaky_steps", "leak_message"]
+__all__ = ["dp_steps", "named_steps", "step_kind", "leaky_steps", "leak_message", "released_dp_steps"]
 
 
 def named_steps(estimator, prefix=""):
@@ -37,16 +37,21 @@ def step_kind(step):
     * ``"public"``: a :class:`sklearn.frozen.FrozenEstimator`, the declaration that
       the wrapped step was fitted beforehand on **public** data (a frozen step is
       not refitted, so the private rows never reach its ``fit``).
+    * ``"frozen_dp"``: a ``FrozenEstimator`` around an skdp step fitted earlier.
+      It is not refitted (no budget is set on it), but its release is counted by
+      :func:`skdp.pipeline_privacy_spent`, conservatively, as if it had seen the
+      same rows.
     * ``"non_dp"``: anything else. Its fitted state (a ``StandardScaler``'s exact
       means, a feature selector's choice) is an exact function of the private
       rows and is published with the model: no finite guarantee holds.
     """
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return "stateless"
+    inner = _frozen_inner(step)
+    if inner is not None:
+        return "frozen_dp" if hasattr(inner, "planned_events") else "public"
     if hasattr(step, "planned_events"):
         return "dp"
-    if _frozen_inner(step) is not None:
-        return "public"
     try:
         if not get_tags(step).requires_fit:
             return "stateless"
@@ -58,6 +63,18 @@ def step_kind(step):
 def dp_steps(estimator):
     """The skdp steps (those with ``planned_events``) of an estimator or a Pipeline, in order."""
     return [s for _, s in named_steps(estimator) if step_kind(s) == "dp"]
+
+
+def released_dp_steps(estimator):
+    """The skdp steps whose releases a fitted Pipeline carries: its DP steps and frozen DP steps."""
+    out = []
+    for _, s in named_steps(estimator):
+        kind = step_kind(s)
+        if kind == "dp":
+            out.append(s)
+        elif kind == "frozen_dp":
+            out.append(_frozen_inner(s))
+    return out
 
 
 def leaky_steps(estimator):

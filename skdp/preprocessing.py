@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._random import shared_sources
-from ._utils import dp_steps, leak_message, leaky_steps
+from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
 from .exceptions import PrivacyLeakWarning
 from . import diagnostics
 from ._random import fit_randomness, noise_source
@@ -528,6 +528,9 @@ def pipeline_privacy_spent(pipeline, delta=None):
     * a DP step read a bound from the data (no warning here: the step warned
       when it was fitted).
 
+    A frozen skdp step (``FrozenEstimator(DPStandardScaler(...).fit(...))``)
+    is counted too, as if it had been fitted on the same rows.
+
     Examples
     --------
     >>> import numpy as np
@@ -546,7 +549,7 @@ def pipeline_privacy_spent(pipeline, delta=None):
     >>> pipeline_privacy_spent(honest).epsilon <= 1.0
     True
     """
-    steps = dp_steps(pipeline)
+    steps = released_dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
     for s in steps:

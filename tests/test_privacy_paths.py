@@ -312,3 +312,15 @@ def test_diagnostics_of_a_pipeline_and_a_refit(tabular):
     est = pipe[-1]
     est.set_params(data_norm=100.0).fit(X, y)  # a refit replaces the previous diagnostics
     assert fit_diagnostics(est)["n_rows_clipped"] == 0
+
+
+def test_a_frozen_dp_step_is_not_refitted_but_its_release_is_counted(tabular):
+    X, y = tabular
+    scaler = DPStandardScaler(bounds=(-2.0, 2.0), epsilon=0.5).fit(X)
+    pipe = make_pipeline(FrozenEstimator(scaler), DPLogisticRegression(data_norm=3.0, classes=[0, 1]))
+    set_pipeline_budget(pipe, 1.0, 1e-5)  # the whole budget goes to the step that will fit
+    assert pipe[1].epsilon == 1.0 and scaler.epsilon == 0.5
+    pipe.fit(X, y)
+    both = pipeline_privacy_spent(pipe)
+    model_alone = pipe[1].privacy_spent_
+    assert both.epsilon > model_alone.epsilon  # conservatively: the frozen scaler saw the same rows
