@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from scipy import sparse
+from scipy import linalg, optimize, sparse
 
-from skdp import DPLogisticRegression, DPSparseLinearRegression, DPSparseLogisticRegression, fit_diagnostics
+from skdp import DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression, fit_diagnostics
 from skdp.solvers import perturbation
 
 
@@ -23,20 +23,39 @@ def _obj_pert(**kw):
     return DPLogisticRegression(**p)
 
 
+class _Proxy:
+    """A module as seen by perturbation.py, with some functions replaced (patches stay local to it)."""
+
+    def __init__(self, module, **replace):
+        self._module, self._replace = module, replace
+
+    def __getattr__(self, name):
+        return self._replace[name] if name in self._replace else getattr(self._module, name)
+
+
+def _one_lbfgs_iteration(*a, **k):
+    k["options"] = dict(k.get("options", {}), maxiter=1)
+    return optimize.minimize(*a, **k)
+
+
+def _stop_lbfgs_early(monkeypatch):
+    monkeypatch.setattr(perturbation, "optimize", _Proxy(optimize, minimize=_one_lbfgs_iteration))
+
+
 def _cripple_optimiser(monkeypatch):
-    """Stop L-BFGS after one iteration and allow no Newton step: the point is far from the minimiser."""
-    real = perturbation.optimize.minimize
+    """Stop L-BFGS after one iteration and make every Newton step a no-op: the point is far from the minimiser.
 
-    def one_step(*a, **k):
-        k["options"] = dict(k.get("options", {}), maxiter=1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(perturbation.optimize, "minimize", one_step)
-    monkeypatch.setattr(perturbation, "NEWTON_STEPS", 0)
+    Only perturbation.py's own ``optimize`` and ``linalg`` names are replaced, so the old code (20 Newton
+    steps, then a RuntimeWarning and a release) is crippled the same way and these tests fail against it
+    with "DID NOT RAISE".
+    """
+    _stop_lbfgs_early(monkeypatch)
+    monkeypatch.setattr(perturbation, "linalg", _Proxy(linalg, solve=lambda H, g, **kw: np.zeros_like(g)))
 
 
 def test_forced_early_stop_is_refused_not_released(data, monkeypatch):
-    # The old code only warned (RuntimeWarning) and released the inexact point; this test failed there.
+    # The old code only warned (RuntimeWarning) and released the inexact point; this test failed there
+    # (DID NOT RAISE; checked against the pre-certificate perturbation.py).
     X, y, _ = data
     _cripple_optimiser(monkeypatch)
     est = _obj_pert()
@@ -76,13 +95,7 @@ def test_csr_newton_polish_certifies(data, monkeypatch):
     """L-BFGS stopped early, Newton steps allowed: the sparse Hessian path must finish the job."""
     X, y, _ = data
     reference = _obj_pert().fit(X, y)
-    real = perturbation.optimize.minimize
-
-    def one_step(*a, **k):
-        k["options"] = dict(k.get("options", {}), maxiter=1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(perturbation.optimize, "minimize", one_step)
+    _stop_lbfgs_early(monkeypatch)
     calls = []
     real_hessian = perturbation._hessian
     monkeypatch.setattr(perturbation, "_hessian", lambda X, c, lam: calls.append(sparse.issparse(X))
@@ -92,9 +105,54 @@ def test_csr_newton_polish_certifies(data, monkeypatch):
     np.testing.assert_allclose(polished.coef_, reference.coef_, rtol=1e-6, atol=1e-9)
 
 
-def test_sparse_logistic_two_stage_has_no_residual_attribute():
+def _sparse_logistic_data():
     rng = np.random.RandomState(2)
     X = rng.uniform(-1, 1, size=(400, 8))
-    y = (X[:, 0] > 0).astype(int)
-    est = DPSparseLogisticRegression(epsilon=2.0, n_nonzero_coefs=2, classes=[0, 1], random_state=0).fit(X, y)
-    assert not [k for k in est.solver_info_ if "residual" in k]
+    return X, (X[:, 0] - X[:, 1] + 0.2 * rng.randn(400) > 0).astype(int)
+
+
+def _two_stage_logistic():
+    return DPSparseLogisticRegression(solver="two_stage", epsilon=2.0, n_nonzero_coefs=2, classes=[0, 1],
+                                      random_state=0)
+
+
+def test_sparse_logistic_two_stage_has_no_residual_attribute():
+    X, y = _sparse_logistic_data()
+    est = _two_stage_logistic().fit(X, y)
+    assert est.solver_ == "two_stage"
+    assert not [k for k in est.solver_info_ if "residual" in k or "kkt" in k], est.solver_info_
+    # the data holder still sees it, and it is within the certificate
+    assert fit_diagnostics(est)["stage2_kkt_residual"] <= perturbation.CERTIFICATE_TOL * 10
+
+
+def test_two_stage_logistic_forced_early_stop_is_refused(monkeypatch):
+    # Stage 2 of the logistic two_stage runs the same L-BFGS + Newton minimiser; crippled, the old code
+    # warned and released the inexact point, so this test failed there (DID NOT RAISE).
+    X, y = _sparse_logistic_data()
+    _cripple_optimiser(monkeypatch)
+    est = _two_stage_logistic()
+    with pytest.raises(RuntimeError, match="could not certify"):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")
+
+
+def test_forced_early_stop_is_refused_one_vs_rest(data, monkeypatch):
+    # multiclass obj_pert is one-vs-rest: every binary sub-fit must be certified
+    X, _, y3 = data
+    _cripple_optimiser(monkeypatch)
+    est = _obj_pert(classes=[0, 1, 2])
+    with pytest.raises(RuntimeError, match="refusing to release"):
+        est.fit(X, y3)
+    assert not hasattr(est, "coef_")
+
+
+def test_csr_ridge_on_the_ball_gives_the_dense_minimiser(data):
+    X, _, _ = data
+    rng = np.random.RandomState(3)
+    yr = X[:, 0] + 0.1 * rng.randn(X.shape[0])
+    kw = dict(solver="obj_pert", data_norm=3.0, label_bound=2.0, epsilon=1.0, delta=1e-5, random_state=0)
+    dense = DPRidge(**kw).fit(X, yr)
+    csr = DPRidge(**kw).fit(sparse.csr_matrix(X), yr)
+    np.testing.assert_allclose(csr.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
+    assert "kkt_residual" not in csr.solver_info_
+    assert fit_diagnostics(csr)["kkt_residual"] <= perturbation.CERTIFICATE_TOL
