@@ -1,11 +1,12 @@
 """Sparse benchmark: support recall, F1 and relative L2 error versus epsilon and n.
 
-Designs (``skdp.datasets``, seed004 card sections 1.8 / 3.8): features i.i.d.
+Designs (``skdp.datasets``; the synthetic designs of Wang 2021, dissertation,
+sections 2.6 and 3.4): features i.i.d.
 ``U(-1, 1)``, ``d = 1000`` (``--d``), ``s* = 10`` non-zeros from ``U(-1, 1)``,
 label noise std 0.1. Every sparse solver at its defaults with
 ``n_nonzero_coefs = s*``, ``delta = 1e-5``; ``two_stage`` gets the public label
-range ``[-4, 4]`` (it needs one). References: non-private IGHT (the card's
-"IGHT" row, :func:`skdp.solvers.sparse.ight`; reported with ``epsilon = inf``
+range ``[-4, 4]`` (it needs one). References: non-private IGHT (the
+dissertation's "IGHT" rows, :func:`skdp.solvers.sparse.ight`; reported with ``epsilon = inf``
 and never as a solver) and sklearn's Lasso with ``alpha`` picked on the noise
 level (non-private). Means over seeds.
 

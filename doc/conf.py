@@ -63,7 +63,9 @@ def _solver_table():
     lines = [".. list-table::", "   :header-rows: 1", "   :widths: 12 24 14 8 18 24", "",
              "   * - solver", "     - source", "     - losses", "     - set", "     - privacy", "     - defaults"]
     for r in rows:
-        lines += [f"   * - ``{r['solver']}``", f"     - {r['source']}", f"     - {', '.join(r['losses'])}",
+        page = r["reference"][len("doc"):-len(".rst")]  # "doc/papers/seed004.rst" -> "/papers/seed004"
+        lines += [f"   * - ``{r['solver']}``", f"     - {r['source']} (:doc:`deviations <{page}>`)",
+                  f"     - {', '.join(r['losses'])}",
                   f"     - {r['constraint']}", f"     - {r['privacy']}", f"     - {r['defaults']}"]
     (HERE / "user_guide" / "solver_table.inc").write_text("\n".join(lines) + "\n")
 

@@ -27,8 +27,11 @@ close to the worst case. ``noise_multiplier < 1`` runs the positive control
 :func:`skdp.privacy.mechanisms.scaled_noise`), which shows whether the audit
 would have caught an under-noised solver in this setting.
 
-Reference: the canary construction and the Clopper-Pearson test follow
-``privacy_core.md`` (testing hooks) and the testing hooks of each card.
+Reference: the hypothesis-testing characterisation of (epsilon, delta)-DP
+(Wasserman and Zhou 2010; Kairouz, Oh and Viswanath 2015) and the canary
+audits of Jagielski, Ullman and Oprea 2020 and Nasr et al. 2021, which turn
+Clopper-Pearson bounds on the error rates into an epsilon lower bound; see the
+skdp documentation page :doc:`/user_guide/verifying`.
 """
 
 import math

@@ -3,10 +3,12 @@
 Every DP proof in skdp needs public bounds: ``||x_i||_2 <= K`` for each row
 (the intercept's constant column included), ``|y_i - c| <= B`` for regression
 labels around a public centre ``c``, and for some solvers ``||w||_2 <= M``.
-This module applies them and reports what it did (DESIGN.md, idea 3;
-``seed000_dp_erm_revisited.md`` section 0.2; ``seed002_output_perturbation.md``
-section 1.5 and its reviewer correction; ``seed003_private_sco.md`` section 4.5
-reviewer correction on the intercept column).
+This module applies them and reports what it did. Wang, Ye and Xu 2017 and
+Zhang, Zheng, Mou and Wang 2017 assume such bounds without enforcing them;
+the strongly convex sensitivities need the intercept penalised like every
+other coordinate (see :doc:`/papers/seed002`), and objective perturbation's
+constants must bound the augmented row, intercept column included (see
+:doc:`/papers/seed003`; user guide: :doc:`/user_guide/bounds`).
 
 The intercept is an extra constant feature of value ``intercept_scaling``
 (``c0``). Raw rows are clipped to ``K_x = sqrt(K^2 - c0^2)`` *before* the column

@@ -1,6 +1,7 @@
 """Synthetic sparse designs from the source papers' experiments.
 
-``seed004_sparse_dp_ight_dpsl_kt.md`` sections 1.8 and 3.8: features i.i.d.
+Wang 2021 (dissertation), sections 2.6 and 3.4 (the DP-IGHT and DPSL-KT
+experiments): features i.i.d.
 uniform on ``[-a, a]``, a true coefficient vector with ``s*`` non-zeros drawn
 from ``U(-1, 1)`` on a random support, and
 

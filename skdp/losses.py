@@ -3,8 +3,8 @@
 Each loss is ``phi(z_i, y_i)`` of the linear predictor ``z_i = <w, x_i>``
 (a vector of ``k`` logits for the multinomial loss). Per-example gradients are
 ``phi'(z_i, y_i) x_i^T``, so every bound follows from the row bound ``K`` and a
-bound on ``phi'`` (``seed000_dp_erm_revisited.md`` section 0.2 table,
-``seed002_output_perturbation.md`` section 3.3).
+bound on ``phi'`` (the constants used by Wang, Ye and Xu 2017 and by Zhang,
+Zheng, Mou and Wang 2017 for these losses).
 
 Constants, for rows with ``||x|| <= K``:
 
@@ -121,7 +121,8 @@ class SquaredLoss(_GLMLoss):
 
     It is not globally Lipschitz: the gradient bound ``K (K M + B)`` needs the
     coefficients on the ball ``||w|| <= M`` and labels ``|y| <= B``
-    (``seed000`` section 0.2; ``seed003`` section 4.5 reviewer correction).
+    (Wang, Ye and Xu 2017 assume both bounds; objective perturbation must
+    therefore solve on that ball, see :doc:`/papers/seed003`).
     """
 
     name = "squared"
@@ -173,8 +174,8 @@ class HingeLoss(_GLMLoss):
 def moreau_hinge_derivative(Z, y, sq_norms, beta):
     """Scalar ``c_i`` with ``grad f_beta(w; x_i) = c_i y_i x_i`` for the hinge loss's Moreau envelope.
 
-    ``seed003_private_sco.md`` section 6.2 (unconstrained envelope, closed
-    form): with ``u0 = y <w, x>`` and ``tau = ||x||^2 / beta``, ``c = -1`` if
+    Bassily-Feldman-Talwar-Thakurta 2019, section 4 (noisy SGD on the Moreau
+    envelope), here in the closed form of the unconstrained envelope for a GLM: with ``u0 = y <w, x>`` and ``tau = ||x||^2 / beta``, ``c = -1`` if
     ``u0 < 1 - tau``, ``(u0 - 1)/tau`` on ``[1 - tau, 1]`` and ``0`` above; so
     ``|c| <= 1`` and the envelope gradient has norm ``<= ||x||`` (it is a
     subgradient of the hinge at the prox point). Rows with ``x = 0`` get 0.

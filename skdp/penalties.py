@@ -2,8 +2,8 @@
 
 The L2 penalty ``(alpha/2) ||w||^2`` on the mean loss penalises **every**
 coordinate, the intercept column included: the strongly convex sensitivity
-bounds assume it (``seed002_output_perturbation.md`` section 1.5, reviewer
-correction; ``../shared/algorithms/README.md``, decisions).
+bounds assume it (``2G/(n alpha)`` needs strong convexity in every coordinate;
+see :doc:`/papers/seed002`).
 """
 
 import math
@@ -58,7 +58,7 @@ class L2Penalty:
 class NonconvexPenalty:
     """``lam * sum_j w_j^2 / (1 + w_j^2)``: the nonconvex penalty of the papers' experiments.
 
-    ``seed004_nonconvex_lssgd_distributed.md`` section B.2 (lambda = 1e-3 in
+    Wang 2021 (dissertation), the experiments of chapters 4-5 (lambda = 1e-3 in
     Sec. 4.7.1). Data-independent, so it is added outside the clipping and
     never enters a sensitivity. Its gradient is ``2 lam w / (1 + w^2)^2``
     (coordinate-wise) and its curvature lies in ``[-lam/2, 2 lam]``, so it is
@@ -95,7 +95,7 @@ def hard_threshold(v, s, free=None):
     """``H_s(v)``: keep the ``s`` entries of largest magnitude, zero the rest.
 
     Ties are broken deterministically by a stable sort on ``(-|v_j|, j)``
-    (``seed004_sparse_dp_ight_dpsl_kt.md`` section 0), so two runs on the same
+    (the dissertation's ``H_s`` of Wang 2021, eq. 2.4.1, leaves ties open), so two runs on the same
     input agree bitwise. Coordinates in ``free`` (e.g. the intercept column)
     are always kept and do not count towards ``s``. Pure post-processing.
 
@@ -127,7 +127,7 @@ def hard_threshold(v, s, free=None):
 def project_l1_ball(w, radius):
     """Euclidean projection onto ``{||w||_1 <= radius}`` (Duchi et al. 2008, sort-based).
 
-    ``seed000_dp_erm_revisited.md`` section H (``project_l1_ball``). O(p log p).
+    The projection used by the constrained solvers of Wang, Ye and Xu 2017. O(p log p).
     """
     w = np.asarray(w, dtype=float)
     a = np.abs(w)
@@ -147,8 +147,8 @@ class NormBall:
     Used by the constrained solvers only through public operations: the
     Euclidean projection (``p`` in {1, 2}), the linear minimisation oracle over
     the ball, the dual norm ``q = p/(p-1)`` and the diameter ``2 radius``
-    (``seed001_noneuclidean_sco.md``, common notation and B3 "LMO for the l_p
-    ball"). For ``p = 1`` the ball is the polytope with the ``2 d`` vertices
+    (the notation of Bassily, Guzman and Nandi 2021 and the LMO of
+    their Alg. 1). For ``p = 1`` the ball is the polytope with the ``2 d`` vertices
     ``+-radius e_j``.
 
     Parameters

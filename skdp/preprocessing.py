@@ -7,22 +7,23 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._random import shared_sources
 from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
 from .exceptions import PrivacyLeakWarning
 from . import diagnostics
-from ._random import fit_randomness, noise_source
+from ._random import fit_randomness
+from ._release import charge, release
 from .privacy import (
     BoundedRangeEvent,
     GaussianEvent,
     L2LaplaceEvent,
     PrivacyBudget,
-    active_ledger,
     calibrate_bounded_range,
     calibrate_gaussian,
     gaussian_noise,
+    gumbel_scale,
     l2_laplace_noise,
     price,
     private_quantile,
@@ -54,11 +55,7 @@ def _charge_and_bound(scaler, X, privacy_ledger):
     ``derived`` is True when the bounds were read from the data (with a
     :class:`~skdp.PrivacyLeakWarning`; the caller reports an infinite epsilon).
     """
-    ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
-    if ledger is not None:
-        nf = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
-        ledger.charge(scaler.planned_events(_num_samples(X), nf), label=type(scaler).__name__,
-                      noise_source=noise_source(scaler))
+    charge(scaler, X, privacy_ledger)
     X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True)
     pb = _public_bounds(scaler.bounds, X.shape[1])
     if pb is not None:
@@ -91,7 +88,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ``||s||_2^2 <= ||u||^2 / 4``, and ``||s - s'||^2 <= ||s||^2 + ||s'||^2``).
     The releases split the budget by ``mean_fraction`` (a share of ``mu*^2``
     of the analytic Gaussian mechanism, together exactly ``(epsilon,
-    delta)``, ``privacy_core.md`` section 2; a share of epsilon when
+    delta)`` by Dong-Roth-Su 2022, Cor. 3.3; a share of epsilon when
     ``delta=0``). The variance is the noisy second moment minus the squared
     noisy mean, clamped to ``[max(1e-4, 2 s) r^2, r^2/4]`` with ``s`` the
     second-moment noise scale (variances below the noise level are not
@@ -154,7 +151,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     var_ : ndarray of shape (n_features,)
     bounds_ : tuple of ndarrays
     privacy_spent_ : PrivacyBudget
+    privacy_nominal_ : PrivacyBudget
+        The accountant's price, as if the bounds had been public.
     privacy_events_ : list
+    accountant_ : str
+        The accountant's method.
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
     clip_norm_ : float or None
@@ -315,10 +316,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.mean_ = mean if self.with_mean else np.zeros(d)
         self.var_ = var
         self.scale_ = np.sqrt(var) if self.with_std else np.ones(d)
-        self.privacy_events_ = events
-        self.noise_scale_ = np.asarray(scales)
-        spent = price(events, self.delta).budget
-        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
+        release(self, events, derived=derived, noise_scale=np.asarray(scales))
         return self
 
     def transform(self, X):
@@ -349,7 +347,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     neighbours with public ``n``). The ``2 d`` selections are
     ``eps0``-bounded-range each, with ``eps0`` the largest value whose
     composition the accountant prices at ``(epsilon, delta)``
-    (``privacy_core.md`` section 3; the same calibration as the Frank-Wolfe
+    (Cesar-Rogers 2021, bounded range to zCDP; the same calibration as the Frank-Wolfe
     solvers). Quantiles rather than the minimum and maximum: the extremes have
     unbounded sensitivity in rank terms and would be chosen nearly at random.
     :meth:`transform` clips to the private range, so every output lies in
@@ -385,7 +383,13 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``transform(X) = clip(X, data_min_, data_max_) * scale_ + min_``.
     bounds_ : tuple of ndarrays
     privacy_spent_ : PrivacyBudget
+    privacy_nominal_ : PrivacyBudget
+        The accountant's price, as if the bounds had been public.
     privacy_events_ : list
+    accountant_ : str
+        The accountant's method.
+    noise_scale_ : float
+        Gumbel scale ``2 / eps0`` of each quantile selection (report-noisy-max).
     selection_epsilon_ : float
         ``eps0`` of each of the ``2 d`` selections.
     noise_source_ : str
@@ -483,10 +487,8 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_ = (b - a) / self.data_range_
         self.min_ = a - data_min * self.scale_
         self.selection_epsilon_ = eps0
-        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
-        self.privacy_events_ = [BoundedRangeEvent(eps0, 2 * d)]
-        spent = price(self.privacy_events_, self.delta).budget
-        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
+        release(self, [BoundedRangeEvent(eps0, 2 * d)], derived=derived, noise_scale=gumbel_scale(1.0, eps0),
+                n_clipped=np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
         return self
 
     def transform(self, X):

@@ -375,7 +375,7 @@ def test_rows_clipped_is_a_diagnostic_not_an_attribute():
     assert fit_diagnostics(loaded) == {} and "n_rows_clipped" not in pickle.dumps(est).decode("latin-1")
     # every fitted attribute is a public quantity or the noisy release
     public = {"classes_", "n_features_in_", "n_parties_", "party_sizes_", "backend_", "n_iter_", "noise_scale_",
-              "privacy_events_", "privacy_spent_", "noise_source_"}
+              "privacy_events_", "privacy_spent_", "privacy_nominal_", "accountant_", "noise_source_"}
     fitted = {k for k in vars(est) if k.endswith("_") and not k.startswith("_")}
     assert fitted - public == {"coef_", "intercept_"}
     # a refit starts from a clean table

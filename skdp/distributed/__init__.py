@@ -1,4 +1,4 @@
-"""Multi-party private ERM (``seed004_nonconvex_lssgd_distributed.md``, chapter 6), simulated in process.
+"""Multi-party private ERM (Wang 2021, dissertation, ch. 6; see :doc:`/papers/seed004`), simulated in process.
 
 Each party holds its own rows (sizes public); vectors are combined only through additive secret sharing
 over a fixed-point ring, with the DP noise drawn once inside the aggregate. A ``dask.array`` input runs each

@@ -2,33 +2,31 @@
 
 import functools
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import optimize, special
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
 from .._random import fit_randomness
+from .._release import ProbabilisticClassifierMixin, charge, check_class_set, fit_classes, release
 from ..bounds import bound_features
-from ..exceptions import PrivacyLeakWarning
 from ..privacy import (
     GaussianEvent,
     L2LaplaceEvent,
-    PrivacyBudget,
     calibrate_gaussian,
     gaussian_noise,
     l2_laplace_noise,
-    price,
     pure_noise_scale,
 )
 from ._mpc import SEED_BITS, FixedPointRing, SecureAggregator, party_seed, secret_share, seeded_generator
 
 __all__ = ["MultiPartyDPLogisticRegression", "split_parties"]
+
+_BINARY = " (the multi-party mechanisms are written for the binary logistic loss)"
 
 
 def _clipped_mean_gradient(X, ys, norms, theta, G):
@@ -145,10 +143,10 @@ def split_parties(n_samples, n_parties=None, parties=None):
     return [np.asarray(block) for block in np.array_split(np.arange(n_samples), m)]
 
 
-class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
+class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, BaseEstimator):
     """Binary logistic regression trained privately across parties, each holding its own rows.
 
-    Chapter 6 of ``seed004_nonconvex_lssgd_distributed.md``: the objective is
+    Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/seed004`): the objective is
     ``J(theta) = (1/m) sum_j (1/n_j) sum_i l(theta; x_i^(j), y_i^(j)) + (alpha/2) ||theta||^2``
     (every party weighted equally; with equal sizes this is the pooled ERM). The parties' sizes ``n_j`` are
     public; the unit of privacy is **one record of one party**, replace-one. Vectors are combined only through
@@ -159,17 +157,17 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Mechanisms (``mechanism=``):
 
-    * ``"mpc_grad_pert"`` (card H): ``T`` rounds of full-batch gradient descent; in each, every party
+    * ``"mpc_grad_pert"`` (Sec. 6.3.2, Thm 6.3.4): ``T`` rounds of full-batch gradient descent; in each, every party
       computes the mean of its per-example gradients clipped to ``G = data_norm / 2`` (the largest logistic
       gradient norm at 0, a convex Huber-type surrogate beyond), the aggregate adds ``N(0, sigma^2 I)``, and
       ``theta <- theta - eta (g_hat + alpha theta)`` publicly. Replace-one sensitivity of the average
       ``Delta = 2 G / (m n_min)``; the ``T`` releases are exactly ``mu``-GDP and ``sigma`` is the analytic
-      calibration (card H.4's tightest option: 38% less noise than the paper's (6.3.1)). Needs ``delta > 0``.
-    * ``"mpc_output_pert"`` (card G): every party solves its own ``alpha``-strongly convex ERM (exact
+      exact Gaussian-DP calibration of the ``T`` releases (Dong, Roth and Su 2022; 38% less noise than the dissertation's (6.3.1)). Needs ``delta > 0``.
+    * ``"mpc_output_pert"`` (Sec. 6.3.1, Thm 6.3.1): every party solves its own ``alpha``-strongly convex ERM (exact
       logistic loss, ``G = data_norm``) to gradient norm ``tau = tol * 2 G / n_min``, the aggregate averages
       the models and adds noise for ``Delta = (2 G / (n_min alpha) + 2 tau / alpha) / m`` (Chaudhuri et al.
-      Cor. 8, plus the inexact solve, card G.5): the L2-Laplace (Gamma-norm) mechanism for ``delta = 0``
-      (the paper's experiments used i.i.d. Laplace at this scale, which is only ``sqrt(d) eps``-DP; card G.4),
+      Cor. 8, plus skdp's allowance for the inexact solve): the L2-Laplace (Gamma-norm) mechanism for ``delta = 0``
+      (the paper's experiments used i.i.d. Laplace at this scale, which is only ``sqrt(d) eps``-DP; see :doc:`/papers/seed004`),
       the analytic Gaussian for ``delta > 0``. The intercept column is penalised like every coordinate.
 
     ``mechanism="local"`` is the single-party baseline run by the same code: one party holding every row.
@@ -179,7 +177,7 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
     epsilon, delta : float
     mechanism : {"mpc_grad_pert", "mpc_output_pert"}, default="mpc_grad_pert"
     alpha : float, default=1e-3
-        Strength of the L2 penalty ``(alpha/2) ||theta||^2`` (card's ``lambda``; > 0 for output perturbation).
+        Strength of the L2 penalty ``(alpha/2) ||theta||^2`` (the dissertation's ``lambda``; > 0 for output perturbation).
     data_norm : float, default=1.0
         Public row-norm bound (intercept column included); rows are clipped to it.
     fit_intercept : bool, default=True
@@ -208,7 +206,14 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
     n_parties_ : int
     party_sizes_ : ndarray
     privacy_spent_ : PrivacyBudget
+        (epsilon, delta) from the accountant for the released aggregates, replace-one within a party;
+        ``epsilon=inf`` if ``classes`` was read from the data.
+    privacy_nominal_ : PrivacyBudget
+        The same, assuming the class set had been public.
     privacy_events_ : list
+        What was released (equal to :meth:`planned_events` for the same shape and parties).
+    accountant_ : str
+        The accountant's method (``"gdp_exact"`` for ``mpc_grad_pert``, ...).
     noise_scale_ : float
     n_iter_ : int
     noise_source_ : str
@@ -298,74 +303,80 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         return sens, sigma, [GaussianEvent(sens, sigma)], 1
 
     # -- fitting -------------------------------------------------------------------------------
+    def planned_events(self, n_samples, n_features=None, parties=None):
+        """The privacy events a fit on ``(n_samples, n_features)`` releases, without any data.
+
+        The noise depends on the public party sizes (``parties`` as in :meth:`fit`, or
+        ``n_parties`` contiguous blocks) and, through the fixed-point rounding, on
+        ``n_features``. ``None`` when ``classes`` is left to be read from the data.
+        """
+        self._validate_params()
+        self._check_params()
+        if n_features is None:
+            raise ValueError("planned_events needs n_features (the fixed-point rounding enters the sensitivity).")
+        if self.classes is None:
+            return None
+        sizes = [len(b) for b in split_parties(int(n_samples), self.n_parties, parties)]
+        return self._calibration(sizes, int(n_features) + int(self.fit_intercept))[2]
+
+    def _check_params(self):
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        check_class_set(self, binary=True, why=_BINARY)
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, parties=None):
+    def fit(self, X, y, parties=None, privacy_ledger=None):
         """Fit across parties.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features) or dask array
         y : array-like of shape (n_samples,)
         parties : array-like of shape (n_samples,) or None
-            The party holding each row (the sizes are public). ``None``: ``n_parties`` contiguous blocks.
+            The party holding each row (the sizes are public). ``None``: ``n_parties`` contiguous blocks;
+            with a dask array the row chunks are the parties.
+        privacy_ledger : PrivacyLedger or None, default=None
+            Charge this fit to the ledger before the data is used (``None``: the active ledger, if any).
 
         Returns
         -------
         self : object
         """
-        if not math.isfinite(self.epsilon):
-            raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        self._check_params()
         diagnostics.reset(self)
         if _is_dask(X):
-            return self._fit_dask(X, y, parties)
+            if parties is not None:
+                raise ValueError("With a dask array the row chunks are the parties; do not pass parties.")
+            if X.ndim != 2:
+                raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
+            charge(self, X, privacy_ledger, parties=np.repeat(np.arange(len(X.chunks[0])), X.chunks[0]))
+            return self._fit_dask(X, y)
+        charge(self, X, privacy_ledger, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        classes, derived = self._classes(y)
+        classes, derived = fit_classes(self, y, binary=True, why=_BINARY)
         ys = np.where(y == classes[1], 1.0, -1.0)
         blocks = split_parties(X.shape[0], self.n_parties, parties)
         backend = _InProcessParties([(X[b], ys[b]) for b in blocks], self._bound)
-        return self._fit_parties(backend, classes, derived)
+        return self._fit_parties(backend, derived)
 
     @property
     def _bound(self):
         return functools.partial(_bound_rows, float(self.data_norm), bool(self.fit_intercept))
 
-    def _classes(self, y):
-        check_classification_targets(y)
-        derived = self.classes is None
-        if derived:
-            warnings.warn("classes was not given, so the class set was read from the data; this voids the "
-                          "privacy guarantee (privacy_spent_.epsilon is inf).", PrivacyLeakWarning, stacklevel=3)
-            classes = np.unique(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-        if classes.size > 2:
-            raise ValueError(f"Only binary classification is supported by MultiPartyDPLogisticRegression; "
-                             f"got {classes.size} classes.")
-        if classes.size < 2:
-            raise ValueError(f"MultiPartyDPLogisticRegression needs 2 classes; the data has only one class "
-                             f"({classes.tolist()}). Pass the public class set as classes=.")
-        if not np.all(np.isin(y, classes)):
-            raise ValueError(f"y has labels outside classes={classes.tolist()}.")
-        return classes, derived
-
-    def _fit_dask(self, X, y, parties):
+    def _fit_dask(self, X, y):
         """Each row chunk of the ``dask.array`` ``X`` is a party (its size is public)."""
-        if parties is not None:
-            raise ValueError("With a dask array the row chunks are the parties; do not pass parties.")
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
-        classes, derived = self._classes(y)
+        classes, derived = fit_classes(self, y, binary=True, why=_BINARY)
         self.n_features_in_ = int(X.shape[1])
         ys = np.where(y == classes[1], 1.0, -1.0)
-        return self._fit_parties(_DaskParties(X, ys, self._bound), classes, derived)
+        return self._fit_parties(_DaskParties(X, ys, self._bound), derived)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
 
-    def _fit_parties(self, backend, classes, derived):
+    def _fit_parties(self, backend, derived):
         """The protocol, given parties that compute locally (in process or on Dask workers)."""
         sizes = np.asarray(backend.sizes)
         d = backend.n_features + int(self.fit_intercept)
@@ -412,7 +423,6 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
                 return gaussian_noise(r, scale, shape)
 
             theta = agg.noisy_average(shares_of(local), noise)
-        self.classes_ = classes
         if self.fit_intercept:
             self.coef_, self.intercept_ = theta[None, :-1].copy(), np.array([theta[-1] * self._c0()])
         else:
@@ -421,24 +431,8 @@ class MultiPartyDPLogisticRegression(ClassifierMixin, BaseEstimator):
         self.party_sizes_ = sizes
         self.backend_ = backend.name
         self.n_iter_ = T
-        self.noise_scale_ = float(scale)
-        self.privacy_events_ = list(events)
-        spent = price(events, self.delta).budget
-        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else spent
-        diagnostics.record(self, n_rows_clipped=int(backend.n_rows_clipped))
+        release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
         return self
-
-    def decision_function(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_[0] + self.intercept_[0]
-
-    def predict(self, X):
-        return np.where(self.decision_function(X) > 0, self.classes_[1], self.classes_[0])
-
-    def predict_proba(self, X):
-        p = special.expit(self.decision_function(X))
-        return np.column_stack([1 - p, p])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,6 @@
 """Secure aggregation by additive secret sharing over a fixed-point ring (simulated parties).
 
-``seed004_nonconvex_lssgd_distributed.md`` chapter 6 and its "Distributed design": every party holds its own
+Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/seed004`): every party holds its own
 rows (the sizes are public); a vector a party contributes is encoded in fixed point in the ring
 ``Z_{2^64}``, split into ``m`` additive shares that are uniform on the ring (any ``m - 1`` of them reveal
 nothing), and only sums of shares are combined. :class:`SecureAggregator` is the ideal functionality of the
@@ -103,7 +103,7 @@ class SecureAggregator:
         128 bits count) or a ``SeedSequence`` (128 bits of its output are taken). The noise generator
         (MT19937 behind a ``RandomState`` interface) is seeded through ``numpy.random.SeedSequence`` with
         their 128-bit XOR, which is uniform on ``[0, 2^128)`` if any one party's seed is (and independent of
-        the others), as in the card's secure noise generation. An honest party draws its seed from at least
+        the others), as in the dissertation's noise generation inside the MPC (Sec. 6.2.2). An honest party draws its seed from at least
         128 bits of entropy.
     """
 

@@ -1,20 +1,17 @@
 """Shared machinery of the DP linear models: validation, bounding, solving, accounting."""
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
 
-from .. import diagnostics
-from .._random import fit_randomness, noise_source
+from .._random import fit_randomness
+from .._release import release
 from ..bounds import bound_features, row_norms
-from ..exceptions import PrivacyLeakWarning
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
+from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
 from ..solvers import SOLVERS, Problem, get_solver
 
 __all__ = ["DPLinearModel"]
@@ -102,11 +99,6 @@ class DPLinearModel(BaseEstimator):
     def _constraint_radius(self, solver, coef_norm):
         """Radius of a constrained solver's ball (``coef_norm``, in the solver's own norm)."""
         return coef_norm
-
-    def _validate_X(self, X, reset):
-        return validate_data(
-            self, X, reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
-        )
 
     def _problem(self, n, loss, n_outputs, data_norm, *, X=None, y=None, norms=None, label_bound=None,
                  coef_norm=None, clip_norm=None, solver=None, n_features=None, inf_norm_bound=None):
@@ -203,18 +195,8 @@ class DPLinearModel(BaseEstimator):
             return k_x / math.sqrt(1.0 - self._default_intercept_fraction**2), event
         return math.sqrt(k_x**2 + float(self.intercept_scaling) ** 2), event
 
-    def _charge_ledger(self, X, privacy_ledger):
-        """Charge the fit to the explicit or active ledger before the data is used."""
-        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
-        if ledger is None:
-            return None
-        planned = self.planned_events(_num_samples(X), _num_features(X))
-        ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})",
-                      noise_source=noise_source(self))
-        return planned
-
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None, planned=None, rng=None, pre_events=()):
+                     data_derived=False, clip_norm=None, rng=None, pre_events=()):
         """Bound X, run the solver, price what it released, and set fitted attributes.
 
         ``rng`` is the fit's single generator (bound selections made before this
@@ -235,35 +217,10 @@ class DPLinearModel(BaseEstimator):
             clip_norm=clip_norm, solver=solver,
         )
         result = solver.solve(problem, budget, rng)
-        events = pre_events + list(result.events)
-        report = price(events, self.delta)
-        if planned is not None:
-            same = events == list(planned) or (
-                self._n_auto_selections() > 0
-                and math.isclose(price(planned, self.delta).budget.epsilon, report.budget.epsilon, rel_tol=1e-9)
-            )
-            if not same:  # pragma: no cover - a bug
-                raise RuntimeError(
-                    f"solver {solver.name!r} released {events} but planned {planned}; the ledger would be wrong."
-                )
-
-        self.solver_ = solver.name
         self.data_norm_ = bounded.data_norm
         self.intercept_scaling_ = bounded.intercept_scaling
-        diagnostics.record(self, n_rows_clipped=int(bounded.n_clipped), **result.diagnostics)
-        self.n_iter_ = int(result.n_iter)
-        self.noise_scale_ = float(result.noise_scale)
-        self.privacy_events_ = events
-        self.accountant_ = report.method
-        self.solver_info_ = dict(result.info)
-        guaranteed = not (bounded.data_derived or data_derived)
-        self.privacy_nominal_ = report.budget
-        self.privacy_spent_ = report.budget if guaranteed else PrivacyBudget(math.inf, self.delta)
-        if self.verbose:
-            print(
-                f"[{type(self).__name__}] solver={solver.name} noise_scale={self.noise_scale_:.4g} "
-                f"privacy_spent={self.privacy_spent_} ({report.method})"
-            )
+        release(self, pre_events + list(result.events), derived=bounded.data_derived or data_derived,
+                noise_scale=result.noise_scale, result=result, solver=solver, n_clipped=bounded.n_clipped)
         return result.coef, bounded
 
     def _split_coef(self, coef):
@@ -278,23 +235,9 @@ class DPLinearModel(BaseEstimator):
             intercept = np.zeros(coef.shape[1])
         return coef.T.copy(), np.asarray(intercept, dtype=float)
 
-    def _linear_predictor(self, X):
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        return np.asarray(X @ self.coef_.T) + self.intercept_
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
 
-
-def _warn_derived(name, value):
-    warnings.warn(
-        f"{name} was not given, so it was read from the data ({value!r}). This leaks "
-        "information and voids the privacy guarantee (privacy_spent_.epsilon is inf). "
-        f"Pass {name} explicitly to get a real guarantee.",
-        PrivacyLeakWarning,
-        stacklevel=4,
-    )

@@ -6,22 +6,22 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, clipped_design, public_label_range
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
-from ..privacy import PrivacyBudget, active_ledger, price
+from ..privacy import PrivacyBudget
 from ..solvers import SOLVERS, Problem, get_solver
-from .. import diagnostics
-from .._random import fit_randomness, noise_source
+from .._random import fit_randomness
+from .._release import LinearRegressorMixin, charge, release
 
 __all__ = ["DPLasso"]
 
 _L1_SOLVERS = {n for n, s in SOLVERS.items() if s.geometry in ("l1", "l1|l2")}
 
 
-class DPLasso(RegressorMixin, BaseEstimator):
+class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     """Differentially private Lasso: least squares over the L1 ball ``||(w, b)||_1 <= radius``.
 
     Minimises ``(1/(2n)) sum_i (<w, x_i> + b - y_i)^2`` over the L1 ball (the
@@ -199,12 +199,7 @@ class DPLasso(RegressorMixin, BaseEstimator):
         self : object
         """
         solver = self._check_params()
-        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
-        planned = None
-        if ledger is not None:
-            planned = self.planned_events(_num_samples(X), _num_features(X))
-            ledger.charge(planned, label=f"DPLasso(solver={self.solver!r}, epsilon={self.epsilon})",
-                          noise_source=noise_source(self))
+        charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
@@ -217,31 +212,15 @@ class DPLasso(RegressorMixin, BaseEstimator):
         rng = fit_randomness(self)
         budget = PrivacyBudget(self.epsilon, self.delta)
         result = solver.solve(problem, budget, rng)
-        report = price(result.events, self.delta)
         w = np.asarray(result.coef, dtype=float) * bound
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * R) + centre
         else:
             self.coef_, self.intercept_ = w.copy(), float(centre)
-        self.solver_ = solver.name
-        self.n_iter_ = int(result.n_iter)
-        self.noise_scale_ = float(result.noise_scale)
-        self.privacy_events_ = list(result.events)
-        self.accountant_ = report.method
-        self.solver_info_ = dict(result.info)
         self.label_bound_ = (centre - bound, centre + bound)
-        diagnostics.record(self, n_rows_clipped=int(n_clipped), n_labels_clipped=int(n_lab), **result.diagnostics)
-        self.privacy_nominal_ = report.budget
-        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if derived else report.budget
-        if planned is not None and list(planned) != list(result.events):  # pragma: no cover - a bug
-            raise RuntimeError(f"{solver.name} released {result.events} but planned {planned}.")
+        release(self, result.events, derived=derived, noise_scale=result.noise_scale, result=result, solver=solver,
+                n_clipped=n_clipped, n_labels_clipped=int(n_lab))
         return self
-
-    def predict(self, X):
-        """Predicted targets."""
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -4,20 +4,19 @@ import math
 from numbers import Real
 
 import numpy as np
-from scipy import special
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS
-from ._base import DPLinearModel, _warn_derived
+from .._release import ProbabilisticClassifierMixin, charge, check_class_set, fit_classes
+from ._base import DPLinearModel
 
 __all__ = ["DPLogisticRegression"]
 
 
-class DPLogisticRegression(ClassifierMixin, DPLinearModel):
+class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLinearModel):
     """Differentially private logistic regression (binary and multinomial).
 
     Minimises ``(1/n) sum_i log-loss(x_i, y_i) + (alpha/2) ||w||^2`` over the
@@ -55,7 +54,7 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         ``alpha = 1/(C n)``. ``output_pert`` and ``dp_svrg`` need ``alpha > 0``.
     penalty : {"l2", "nonconvex"}, default="l2"
         ``"l2"``: ``(alpha/2) ||w||^2``. ``"nonconvex"``: the papers' nonconvex
-        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (``seed004`` ch. 4,
+        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (Wang 2021, dissertation, Sec. 4.7.1,
         :class:`skdp.penalties.NonconvexPenalty`), accepted by the gradient
         solvers that take it explicitly: ``dp_gd``, ``dp_lssgd``, ``rrpsgd``,
         ``dp_srm``. Both cover the intercept too; both are data-independent.
@@ -238,32 +237,14 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         self : object
         """
         self._check_privacy_params()
-        if self.classes is not None:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.size < 2:
-                raise ValueError(f"classes must hold at least 2 labels, got {self.classes!r}.")
-            if classes.size != len(self.classes):
-                raise ValueError(f"classes must not repeat labels, got {self.classes!r}.")
+        classes = check_class_set(self)
+        if classes is not None:
             self._resolve_solver("logistic" if classes.size == 2 else "multinomial")
-        planned = self._charge_ledger(X, privacy_ledger)
+        charge(self, X, privacy_ledger)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
-        check_classification_targets(y)
-        derived = self.classes is None
-        if derived:
-            classes = np.unique(y)
-            if classes.size < 2:
-                raise ValueError(
-                    "This solver needs samples of at least 2 classes in the data, but the data "
-                    f"contains only one class: {classes[0]!r}."
-                )
-            _warn_derived("classes", classes.tolist())
-        else:
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
-        self.classes_ = classes
+        classes, derived = fit_classes(self, y)
         k = classes.size
         y_idx = np.searchsorted(classes, y)
         if k == 2:
@@ -271,44 +252,12 @@ class DPLogisticRegression(ClassifierMixin, DPLinearModel):
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial",
-                                    planned=planned)
+        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial")
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")
         )
         return self
-
-    def decision_function(self, X):
-        """Signed scores: shape (n_samples,) for binary, (n_samples, n_classes) otherwise."""
-        Z = self._linear_predictor(X)
-        return Z.ravel() if Z.shape[1] == 1 else Z
-
-    def predict_proba(self, X):
-        """Class probabilities (sigmoid for binary, softmax for multinomial, normalised OvR)."""
-        Z = self.decision_function(X)
-        if Z.ndim == 1:
-            p1 = special.expit(Z)
-            return np.column_stack([1 - p1, p1])
-        if self.multi_class_ == "ovr":
-            P = special.expit(Z)
-            return P / P.sum(axis=1, keepdims=True)
-        return special.softmax(Z, axis=1)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        Z = self.decision_function(X)
-        if Z.ndim == 1:
-            return np.column_stack([-np.logaddexp(0, Z), -np.logaddexp(0, -Z)])
-        if self.multi_class_ == "ovr":
-            return np.log(self.predict_proba(X))
-        return Z - special.logsumexp(Z, axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Predicted class labels."""
-        Z = self.decision_function(X)
-        idx = (Z > 0).astype(int) if Z.ndim == 1 else np.argmax(Z, axis=1)
-        return self.classes_[idx]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

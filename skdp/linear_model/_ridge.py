@@ -6,19 +6,20 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, public_label_range
 from ..losses import SquaredLoss
 from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
 from .. import diagnostics
 from .._random import fit_randomness
+from .._release import LinearRegressorMixin, charge
 from ._base import DPLinearModel
 
 __all__ = ["DPRidge"]
 
 
-class DPRidge(RegressorMixin, DPLinearModel):
+class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     """Differentially private ridge regression.
 
     Minimises ``(1/(2n)) sum_i (<w, x_i> + b - y_i)^2 + (alpha/2) ||(w, b)||^2``
@@ -57,7 +58,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         corresponds to ``alpha = a/n`` here.
     penalty : {"l2", "nonconvex"}, default="l2"
         ``"l2"``: ``(alpha/2) ||w||^2``. ``"nonconvex"``: the papers' nonconvex
-        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (``seed004`` ch. 4,
+        penalty ``alpha * sum_j w_j^2 / (1 + w_j^2)`` (Wang 2021, dissertation, Sec. 4.7.1,
         :class:`skdp.penalties.NonconvexPenalty`), accepted by the gradient
         solvers that take it explicitly: ``dp_gd``, ``dp_lssgd``, ``rrpsgd``,
         ``dp_srm``. Both cover the intercept too; both are data-independent.
@@ -262,7 +263,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
                 "bounded coefficient ball."
             )
         solver = self._resolve_solver("squared")
-        planned = self._charge_ledger(X, privacy_ledger)
+        charge(self, X, privacy_ledger)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True
         )
@@ -277,7 +278,7 @@ class DPRidge(RegressorMixin, DPLinearModel):
         # rescaling; coefficients are scaled back afterwards).
         coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=M / bound,
-            data_derived=derived, clip_norm="initial", planned=planned, rng=rng, pre_events=pre_events,
+            data_derived=derived, clip_norm="initial", rng=rng, pre_events=pre_events,
         )
         coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)
@@ -287,12 +288,6 @@ class DPRidge(RegressorMixin, DPLinearModel):
         self.coef_norm_ = M
         diagnostics.record(self, n_labels_clipped=int(n_lab))
         return self
-
-    def predict(self, X):
-        """Predicted targets."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

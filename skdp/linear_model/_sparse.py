@@ -4,24 +4,23 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import special
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..bounds import append_intercept_column, bound_labels, check_label_bound, clip_features, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
-from ..privacy import BoundedRangeEvent, PrivacyBudget, active_ledger, price, private_quantile
+from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
 from ..solvers import SOLVERS, get_solver
 from ..solvers.sparse import SparseProblem
-from .. import diagnostics
-from .._random import fit_randomness, noise_source
-from ._base import _warn_derived
+from .._random import fit_randomness
+from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set, fit_classes,
+                        release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
 _SPARSE_SOLVERS = {n for n, s in SOLVERS.items() if s.constraint == "l0"}
+_NO_MULTINOMIAL = " (no sparse solver's proof covers the multinomial loss)"
 
 
 class _DPSparseBase(BaseEstimator):
@@ -123,15 +122,9 @@ class _DPSparseBase(BaseEstimator):
     def _guaranteed_public(self):
         return True
 
-    def _fit_sparse(self, X, y_enc, centre, privacy_ledger, data_derived=False):
+    def _fit_sparse(self, X, y_enc, centre, data_derived=False, **diagnostic_values):
         solver = get_solver("dp_ight" if self.solver == "auto" else self.solver)
         n, d = X.shape
-        ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
-        planned = None
-        if ledger is not None:
-            planned = self.planned_events(n, d)
-            ledger.charge(planned, label=f"{type(self).__name__}(solver={self.solver!r}, epsilon={self.epsilon})",
-                          noise_source=noise_source(self))
         K = float(self.feature_bound)
         Xc, n_clipped = clip_features(X, K)
         if self.fit_intercept:
@@ -149,12 +142,6 @@ class _DPSparseBase(BaseEstimator):
                 problem.clip = float(self.clip_norm)
         clip = problem.clip
         result = solver.solve(problem, budget, rng)
-        events = pre_events + list(result.events)
-        report = price(events, self.delta)
-        if planned is not None and not math.isclose(
-            price(planned, self.delta).budget.epsilon, report.budget.epsilon, rel_tol=1e-9
-        ):  # pragma: no cover - a bug
-            raise RuntimeError(f"{solver.name} released {events} but planned {planned}.")
         w = np.asarray(result.coef, dtype=float)
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * K) + centre
@@ -162,25 +149,10 @@ class _DPSparseBase(BaseEstimator):
             self.coef_, self.intercept_ = w.copy(), float(centre)
         self.support_ = np.flatnonzero(self.coef_)
         self.n_nonzero_coefs_ = problem.n_nonzero
-        self.solver_ = solver.name
         self.clip_norm_ = clip
-        self.n_iter_ = int(result.n_iter)
-        self.noise_scale_ = float(result.noise_scale)
-        diagnostics.record(self, n_rows_clipped=int(n_clipped), **result.diagnostics)
-        self.privacy_events_ = events
-        self.accountant_ = report.method
-        self.solver_info_ = dict(result.info)
-        self.privacy_nominal_ = report.budget
-        self.privacy_spent_ = PrivacyBudget(math.inf, self.delta) if data_derived else report.budget
-        if self.verbose:
-            print(f"[{type(self).__name__}] solver={solver.name} noise_scale={self.noise_scale_:.4g} "
-                  f"privacy_spent={self.privacy_spent_} ({report.method})")
+        release(self, pre_events + list(result.events), derived=data_derived, noise_scale=result.noise_scale,
+                result=result, solver=solver, n_clipped=n_clipped, **diagnostic_values)
         return self
-
-    def _decision(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -269,7 +241,7 @@ _SHARED_ATTRS_DOC = """
 """
 
 
-class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
+class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBase):
     __doc__ = """Differentially private sparse linear regression (``||w||_0 <= s``).
 
     Minimises ``(1/(2n)) sum_i (<w, x_i> + b - y_i)^2`` subject to at most
@@ -383,6 +355,7 @@ class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
         self : object
         """
         self._check_params()
+        charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         if self.label_bound is not None:
@@ -393,13 +366,7 @@ class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
             y_enc, centre = y.copy(), 0.0
             self.label_bound_ = None
             n_labels_clipped = 0
-        self._fit_sparse(X, y_enc, centre, privacy_ledger)
-        diagnostics.record(self, n_labels_clipped=n_labels_clipped)
-        return self
-
-    def predict(self, X):
-        """Predicted targets."""
-        return self._decision(X)
+        return self._fit_sparse(X, y_enc, centre, n_labels_clipped=n_labels_clipped)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -408,7 +375,7 @@ class DPSparseLinearRegression(RegressorMixin, _DPSparseBase):
         return tags
 
 
-class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
+class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, _DPSparseBase):
     __doc__ = """Differentially private sparse logistic regression (binary, ``||w||_0 <= s``).
 
     Minimises the mean logistic loss subject to at most ``n_nonzero_coefs``
@@ -417,7 +384,8 @@ class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
     the number of rows public. Binary only: none of the sparse solvers' proofs
     covers a multinomial loss, so more than two classes raise ``ValueError``.
     With ``dpsl_kt`` the student fits the teacher's logits by least squares
-    (card section 3.3), so ``coef_`` is on the logit scale either way.
+    (Wang 2021, dissertation, ch. 3, Alg. 2; see :doc:`/papers/seed004`), so ``coef_`` is on the logit
+    scale either way.
 
     Parameters
     ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (2,) or None, default=None
@@ -491,15 +459,7 @@ class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
         return self.classes is not None
 
     def _check_params(self):
-        if self.classes is not None:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.size != len(self.classes):
-                raise ValueError(f"classes must not repeat labels, got {self.classes!r}.")
-            if classes.size != 2:
-                raise ValueError(
-                    f"DPSparseLogisticRegression is binary: classes must hold exactly 2 labels, got {self.classes!r} "
-                    "(no sparse solver's proof covers the multinomial loss)."
-                )
+        check_class_set(self, binary=True, why=_NO_MULTINOMIAL)
         return super()._check_params()
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -517,49 +477,11 @@ class DPSparseLogisticRegression(ClassifierMixin, _DPSparseBase):
         self : object
         """
         self._check_params()
+        charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        check_classification_targets(y)
-        derived = self.classes is None
-        if derived:
-            classes = np.unique(y)
-            if classes.size < 2:
-                raise ValueError(
-                    "This solver needs samples of at least 2 classes in the data, but the data contains only "
-                    f"one class: {classes[0]!r}."
-                )
-            if classes.size > 2:
-                raise ValueError(
-                    f"Only binary classification is supported. DPSparseLogisticRegression got {classes.size} "
-                    "classes (no sparse solver's proof covers the multinomial loss)."
-                )
-            _warn_derived("classes", classes.tolist())
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
-        self.classes_ = classes
+        classes, derived = fit_classes(self, y, binary=True, why=_NO_MULTINOMIAL)
         y_enc = np.where(y == classes[1], 1.0, -1.0)
-        return self._fit_sparse(X, y_enc, 0.0, privacy_ledger, data_derived=derived)
-
-    def decision_function(self, X):
-        """Signed scores of the positive class, shape (n_samples,)."""
-        return self._decision(X)
-
-    def predict_proba(self, X):
-        """Class probabilities ``[1 - sigmoid(z), sigmoid(z)]``."""
-        p1 = special.expit(self.decision_function(X))
-        return np.column_stack([1 - p1, p1])
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        z = self.decision_function(X)
-        return np.column_stack([-np.logaddexp(0, z), -np.logaddexp(0, -z)])
-
-    def predict(self, X):
-        """Predicted class labels."""
-        z = self.decision_function(X)
-        return self.classes_[(z > 0).astype(int)]
+        return self._fit_sparse(X, y_enc, 0.0, data_derived=derived)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

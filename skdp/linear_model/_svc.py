@@ -6,26 +6,26 @@ from numbers import Real
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
 from ..solvers import SOLVERS
-from ._base import DPLinearModel, _warn_derived
+from .._release import LinearClassifierMixin, charge, check_class_set, fit_classes
+from ._base import DPLinearModel
 
 __all__ = ["DPLinearSVC"]
 
 _HINGE_SOLVERS = {n for n, s in SOLVERS.items() if "hinge" in s.losses}
 
 
-class DPLinearSVC(ClassifierMixin, DPLinearModel):
+class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     """Differentially private linear support vector classifier (binary, hinge loss).
 
     Minimises the mean hinge loss ``max(0, 1 - y (<w, x> + b))`` plus
     ``(alpha/2) ||(w, b)||^2`` over the L2 ball ``||(w, b)|| <= coef_norm``.
     The hinge loss is not smooth, so the default solver ``nsgd_moreau`` runs
     Poisson-sampled noisy SGD on its Moreau envelope (a Huberised hinge per
-    example; ``seed003_private_sco.md`` section 2); ``noisy_sgd`` runs on the
+    example; Bassily, Feldman, Talwar and Thakurta 2019, section 4; see :doc:`/papers/seed003`); ``noisy_sgd`` runs on the
     hinge subgradient (private, since privacy needs no smoothness). The fitted
     model is (epsilon, delta)-differentially private for **replace-one**
     neighbouring datasets with the number of rows public. Binary only:
@@ -146,14 +146,6 @@ class DPLinearSVC(ClassifierMixin, DPLinearModel):
             return None
         return HingeLoss(), 1, None, None
 
-    def _check_classes(self):
-        if self.classes is None:
-            return None
-        classes = np.unique(np.asarray(self.classes))
-        if classes.size != len(self.classes) or classes.size != 2:
-            raise ValueError(f"DPLinearSVC is binary: classes must hold exactly 2 distinct labels, got {self.classes!r}.")
-        return classes
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, privacy_ledger=None):
         """Fit the classifier with differential privacy.
@@ -169,38 +161,15 @@ class DPLinearSVC(ClassifierMixin, DPLinearModel):
         self : object
         """
         self._check_privacy_params()
-        classes = self._check_classes()
+        check_class_set(self, binary=True)
         solver = self._resolve_solver("hinge")
-        planned = self._charge_ledger(X, privacy_ledger)
+        charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        check_classification_targets(y)
-        derived = classes is None
-        if derived:
-            classes = np.unique(y)
-            if classes.size != 2:
-                raise ValueError(
-                    f"Only binary classification is supported; DPLinearSVC got {classes.size} class(es)."
-                )
-            _warn_derived("classes", classes.tolist())
-        else:
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
-        self.classes_ = classes
+        classes, derived = fit_classes(self, y, binary=True)
         y_enc = np.where(y == classes[1], 1.0, -1.0)
-        coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=derived, clip_norm="initial",
-                                    planned=planned)
+        coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=derived, clip_norm="initial")
         self.coef_, self.intercept_ = self._split_coef(coef)
         return self
-
-    def decision_function(self, X):
-        """Signed distance-like scores of the positive class, shape (n_samples,)."""
-        return self._linear_predictor(X).ravel()
-
-    def predict(self, X):
-        """Predicted class labels."""
-        z = self.decision_function(X)
-        return self.classes_[(z > 0).astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,7 @@
 """Privacy core: budgets, mechanism descriptions (events), one accountant, samplers.
 
-See ``../shared/algorithms/privacy_core.md`` for every formula used here.
+Every formula used here is from a published result, cited where it is used;
+the skdp documentation page :doc:`/user_guide/accounting` collects them.
 """
 
 from .accounting import (

@@ -1,10 +1,11 @@
 """One accountant: events -> (epsilon, delta), and calibration by inverting it.
 
-Every formula here is from ``../shared/algorithms/privacy_core.md`` (cited by
-section). The module has no knowledge of solvers or data: it prices the numbers
-it is given.
+Every formula here is a published result, cited where it is used (the one
+derived for skdp, the replace-one Poisson pair, is explained on the
+documentation page :doc:`/user_guide/accounting`). The module has no knowledge
+of solvers or data: it prices the numbers it is given.
 
-Methods, in the order :func:`price` tries them (``privacy_core.md`` section 7):
+Methods, in the order :func:`price` tries them:
 
 ``"basic"``
     delta = 0: pure-DP events compose by adding epsilons.
@@ -83,14 +84,14 @@ _SAMPLED_ORDERS = np.concatenate(
      [64.0, 80.0, 96.0, 128.0, 192.0, 256.0]]
 )
 
-#: dp-accounting's default orders (``privacy_core.md`` section 4.6).
+#: dp-accounting's default orders (``DEFAULT_RDP_ORDERS`` of Google's dp-accounting library).
 DEFAULT_RDP_ORDERS = np.concatenate(
     [np.round(np.arange(1.1, 10.95, 0.1), 10), np.arange(11.0, 64.0), [128.0, 256.0, 512.0, 1024.0]]
 )
 
 
 # --------------------------------------------------------------------------------------
-# Gaussian differential privacy (privacy_core.md section 2)
+# Gaussian differential privacy (Dong, Roth, Su 2022; Balle, Wang 2018)
 # --------------------------------------------------------------------------------------
 def _gdp_log_delta(eps, mu):
     """log delta(eps; mu) = log[Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)], stably."""
@@ -119,8 +120,9 @@ def gdp_delta(epsilon, mu):
 def gdp_epsilon(mu, delta):
     """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
 
-    ``privacy_core.md`` section 2: brentq on ``log delta(eps; mu) = log delta``
-    over ``[0, mu^2/2 + mu sqrt(2 log(1/delta))]``.
+    ``delta(eps; mu)`` decreases in ``eps`` (Balle-Wang 2018, Thm 8), so brentq
+    on ``log delta(eps; mu) = log delta`` over ``[0, mu^2/2 + mu sqrt(2 log(1/delta))]``
+    (the upper end is the zCDP bound of Bun-Steinke 2016, Prop. 1.3, always valid).
     """
     mu = float(mu)
     delta = float(delta)
@@ -171,8 +173,9 @@ def gdp_mu(epsilon, delta):
 def classic_gaussian_sigma(sensitivity, epsilon, delta):
     """Dwork-Roth Thm A.1 ``sigma = Delta sqrt(2 ln(1.25/delta))/epsilon``; for comparison only.
 
-    Only valid for ``epsilon < 1``; raises otherwise (``privacy_core.md``
-    section 2: it can be unsafe above 1). Never used by a solver.
+    Only valid for ``epsilon < 1``; raises otherwise (above 1 it can be unsafe:
+    at ``epsilon = 10``, ``delta = 1e-5`` its sigma really gives ``delta = 2.3e-5``).
+    Never used by a solver.
     """
     if not 0 < epsilon < 1:
         raise ValueError("The classic Gaussian mechanism bound only holds for 0 < epsilon < 1.")
@@ -180,10 +183,10 @@ def classic_gaussian_sigma(sensitivity, epsilon, delta):
 
 
 # --------------------------------------------------------------------------------------
-# zCDP (privacy_core.md section 3)
+# zCDP (Bun, Steinke 2016)
 # --------------------------------------------------------------------------------------
 def _rdp_conversion(alpha, rdp, log_delta):
-    # CKS20 Prop 12 / BBGHS20 Thm 21 (privacy_core.md section 4.5).
+    # Canonne-Kamath-Steinke 2020, Prop. 12 = Balle et al. 2020, Thm 21.
     return rdp + np.log1p(-1.0 / alpha) - (log_delta + np.log(alpha)) / (alpha - 1.0)
 
 
@@ -208,7 +211,7 @@ def zcdp_epsilon(rho, delta):
 
 
 def zcdp_rho(epsilon, delta):
-    """Largest rho whose tight conversion is <= (epsilon, delta) (``privacy_core.md`` section 3)."""
+    """Largest rho whose tight conversion (CKS20 Cor 13) is <= (epsilon, delta); brentq above the simple bound."""
     log_inv = math.log(1 / delta)
     rho_simple = (math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)) ** 2
     hi = rho_simple * 2
@@ -221,7 +224,7 @@ def zcdp_rho(epsilon, delta):
 
 
 # --------------------------------------------------------------------------------------
-# Renyi DP (privacy_core.md sections 4 and 5)
+# Renyi DP (Mironov 2017; Mironov, Talwar, Zhang 2019)
 # --------------------------------------------------------------------------------------
 def rdp_gaussian(orders, sensitivity, sigma, count=1):
     """RDP curve ``count * alpha Delta^2 / (2 sigma^2)`` (Mironov 2017)."""
@@ -230,7 +233,7 @@ def rdp_gaussian(orders, sensitivity, sigma, count=1):
 
 
 def rdp_pure(orders, epsilon):
-    """Tight RDP curve of any epsilon-DP mechanism (BS16; ``privacy_core.md`` section 5)."""
+    """Tight RDP curve of any epsilon-DP mechanism (Bun-Steinke 2016, proof of Prop. 3.3; binary randomized response)."""
     a = np.asarray(orders, dtype=float)
     eps = float(epsilon)
     if eps == 0:
@@ -254,8 +257,9 @@ def _poisson_rdp_one(alpha, q, z, relation):
     """One order of the Poisson-subsampled Gaussian RDP by 1-D quadrature.
 
     Units of the per-row bound C. ``replace_one``: D_alpha(P+ || P-) with
-    P+- = (1-q) N(0, z^2) + q N(+-1, z^2) (``privacy_core.md`` section 4.3).
-    ``add_remove``: D_alpha(P+ || N(0, z^2)) (MTZ19 section 3.3, section 4.2).
+    P+- = (1-q) N(0, z^2) + q N(+-1, z^2), the pair derived for skdp (see
+    :doc:`/user_guide/accounting`; it is dp-accounting's ``REPLACE_ONE`` pair).
+    ``add_remove``: D_alpha(P+ || N(0, z^2)) (Mironov-Talwar-Zhang 2019, section 3.3).
     """
     if math.isinf(z):
         return 0.0
@@ -297,7 +301,7 @@ def rdp_poisson_gaussian_add_remove_integer(alpha, q, z):
 
 
 def rdp_to_epsilon(orders, rdp, delta):
-    """(epsilon, best order) from an RDP curve (CKS20 Prop 12; ``privacy_core.md`` section 4.5)."""
+    """(epsilon, best order) from an RDP curve (Canonne-Kamath-Steinke 2020, Prop. 12)."""
     orders = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)
     keep = orders > 1.01
@@ -305,7 +309,7 @@ def rdp_to_epsilon(orders, rdp, delta):
     log_delta = math.log(delta)
     with np.errstate(over="ignore", invalid="ignore"):
         eps = _rdp_conversion(orders, rdp, log_delta)
-        # epsilon = 0 is exact when delta^2 + expm1(-r) > 0 (section 4.5).
+        # epsilon = 0 is exact when delta^2 + expm1(-r) > 0 (CKS20 Prop. 12).
         zero = delta * delta + np.expm1(-rdp) > 0
     eps = np.where(zero, 0.0, eps)
     eps = np.where(np.isnan(eps), np.inf, eps)
@@ -359,7 +363,7 @@ def _rdp_epsilon(events, delta, relation):
     has_sampled = any(isinstance(e, PoissonGaussianEvent) for e in events)
     orders = DEFAULT_RDP_ORDERS if not has_sampled else _SAMPLED_ORDERS
     eps, order = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
-    # Extend the grid when the optimum sits on its edge (section 4.6).
+    # Extend the grid when the optimum sits on its edge (a grid-edge optimum is not the minimum).
     max_order = 2**16 if not has_sampled else 2**12
     while order == orders[-1] and orders[-1] < max_order and math.isfinite(eps):
         orders = np.array([orders[-1] * 1.5, orders[-1] * 2.0])
@@ -486,13 +490,13 @@ def price(events, delta, relation="replace_one"):
 def calibrate_gaussian(sum_squared_sensitivity, epsilon, delta):
     """Common sigma for Gaussian releases with ``sum_t count_t Delta_t^2 = sum_squared_sensitivity``.
 
-    Closed form of ``privacy_core.md`` section 2: ``sigma = sqrt(sum count Delta^2) / mu*``,
+    Closed form (Dong-Roth-Su 2022, Cor. 3.3): ``sigma = sqrt(sum count Delta^2) / mu*``,
     where ``mu*`` is the largest mu-GDP meeting (epsilon, delta). This is the exact
     inverse of :func:`price` on those events.
 
     Examples
     --------
-    >>> round(calibrate_gaussian(100 * 0.002**2, 1.0, 1e-5), 10)   # privacy_core V8
+    >>> round(calibrate_gaussian(100 * 0.002**2, 1.0, 1e-5), 10)   # T = 100, Delta = 2/1000
     0.0746126327
     """
     if delta <= 0:
@@ -509,8 +513,9 @@ def calibrate_gaussian(sum_squared_sensitivity, epsilon, delta):
 def pure_noise_scale(sensitivity, epsilon):
     """Scale of a single Laplace / L2-Laplace release: ``sensitivity / epsilon``.
 
-    ``privacy_core.md`` section 7, shortcuts ("Single pure-epsilon release"); the
-    event it prices to exactly ``epsilon`` is ``L2LaplaceEvent(sensitivity, scale)``.
+    No search is needed (Dwork-Roth 2014, Thm 3.6; Chaudhuri-Monteleoni-Sarwate 2011
+    for the L2 version); the event it prices to exactly ``epsilon`` is
+    ``L2LaplaceEvent(sensitivity, scale)``.
     """
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
@@ -520,9 +525,9 @@ def pure_noise_scale(sensitivity, epsilon):
 def gumbel_scale(sensitivity, epsilon):
     """Gumbel scale ``beta = 2 s / epsilon`` for epsilon-bounded-range report-noisy-max.
 
-    ``privacy_core.md`` section 3: argmax of ``u + Gumbel(beta)`` is the
-    exponential mechanism ``P(v) ~ exp(u_v / beta)``, which is ``2s/beta``-BR for
-    score sensitivity ``s``; priced as ``BoundedRangeEvent(epsilon)``.
+    The argmax of ``u + Gumbel(beta)`` is the exponential mechanism
+    ``P(v) ~ exp(u_v / beta)``, which is ``2s/beta``-BR for score sensitivity ``s``
+    (Durfee-Rogers 2019); priced as ``BoundedRangeEvent(epsilon)``.
     """
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
@@ -533,8 +538,9 @@ def calibrate_bounded_range(count, epsilon, delta, relation="replace_one"):
     """Largest per-selection ``eps0`` with ``price(count x BoundedRangeEvent(eps0)) <= (epsilon, delta)``.
 
     The exponential mechanism / Gumbel report-noisy-max is ``eps0``-bounded-range,
-    hence ``eps0^2/8``-zCDP (Cesar-Rogers 2021; ``seed001_noneuclidean_sco.md``
-    section C4 "Recommended calibration"); the accountant prices the
+    hence ``eps0^2/8``-zCDP (Cesar-Rogers 2021), the calibration skdp uses instead
+    of the Laplace noise and advanced composition of Bassily-Guzman-Nandi 2021,
+    Alg. 2 (see :doc:`/papers/seed001`); the accountant prices the
     composition by the best of zCDP, RDP and basic composition, and this
     inverts it. Used by every Frank-Wolfe solver.
     """
@@ -546,12 +552,12 @@ def calibrate_bounded_range(count, epsilon, delta, relation="replace_one"):
 def generalized_gaussian_sigma(sensitivity, kappa, epsilon, delta):
     """Scale ``sigma`` of the generalized Gaussian mechanism for ``rho*(epsilon, delta)``-zCDP.
 
-    ``seed001_noneuclidean_sco.md`` section A4: GG noise ``exp(-||x||_+^2 / (2 sigma^2))``
+    Bassily-Guzman-Nandi 2021, Cor. 3.3: GG noise ``exp(-||x||_+^2 / (2 sigma^2))``
     on a query whose dual-norm sensitivity is ``s`` in a ``kappa``-regular dual
-    space is ``kappa s^2 / (2 sigma^2)``-zCDP (Corollary 3.3), so
+    space is ``kappa s^2 / (2 sigma^2)``-zCDP, so
     ``sigma = s sqrt(kappa / (2 rho*))`` with ``rho*`` the largest zCDP level the
     accountant converts to at most ``(epsilon, delta)`` (:func:`zcdp_rho`, the
-    tight CKS20 conversion the card allows; never the naive
+    tight CKS20 conversion rather than the paper's simpler one; never the naive
     ``s sqrt(2 kappa ln(1/delta))/epsilon``, which is too small). Priced as
     ``ZCDPEvent(rho*)``. For ``kappa = 1`` the mechanism is Gaussian.
     """
@@ -566,7 +572,7 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
 
     ``make_events(p)`` must describe mechanisms whose privacy loss does not
     increase as ``p`` grows (``p`` a noise std, noise multiplier or Gumbel
-    scale); see ``privacy_core.md`` section 7 for why all the events here are.
+    scale); :doc:`/user_guide/accounting` explains why all the events here are.
     Bisection in ``log p`` on the same :func:`price` that prices the fit;
     returns the private end of the final bracket, so the returned parameter
     always satisfies the target.

@@ -3,9 +3,8 @@
 Textbook samplers add a floating-point Laplace or Gaussian draw to a
 floating-point value; the set of doubles such a sum can take depends on the
 value, and an observer of the low-order bits can tell neighbouring datasets
-apart (Mironov 2012; the card notes in ``seed001_noneuclidean_sco.md``,
-"Production note", and ``seed004_nonconvex_lssgd_distributed.md``, "use the
-discrete Gaussian ... (Canonne-Kamath-Steinke 2020)").
+apart (Mironov 2012). The remedy is the discrete Gaussian of
+Canonne-Kamath-Steinke 2020 (CKS20) on a grid.
 
 :func:`secure_gaussian_release` avoids floating point where it matters:
 
@@ -24,8 +23,8 @@ discrete Gaussian ... (Canonne-Kamath-Steinke 2020)").
 
 Privacy: the discrete Gaussian with integer-valued query of L2 sensitivity
 ``Delta_z`` and scale ``sigma_z`` is ``Delta_z^2 / (2 sigma_z^2)``-zCDP
-(CKS20, Thm. 4; the zCDP-to-(epsilon, delta) conversion is
-``privacy_core.md`` section 3, CKS20 Cor. 13). In grid units
+(CKS20, Thm. 4; the zCDP-to-(epsilon, delta) conversion is CKS20 Cor. 13).
+In grid units
 ``Delta_z = (Delta + gamma sqrt(d)) / gamma``, so ``sigma = (Delta + gamma
 sqrt(d)) / sqrt(2 rho)`` gives ``rho``-zCDP, reported as
 ``ZCDPEvent(rho)``. Compared with the analytic continuous Gaussian (priced

@@ -5,10 +5,10 @@ accountant (:mod:`skdp.privacy.accounting`) prices any list of them. Each event
 states its mathematics completely, so that it can be priced without knowing
 which solver emitted it. Sensitivities are always those of the neighbouring
 relation the accountant is asked about; skdp's solvers compute them for
-**replace-one** neighbours with public ``n`` (``../shared/algorithms/README.md``,
-"One neighbouring relation"; ``privacy_core.md`` section 1).
+**replace-one** neighbours with public ``n``: one swapped row moves a sum of
+per-row vectors bounded by ``C`` by ``2C``, not ``C``.
 
-Reference: ``privacy_core.md`` section 7 (accountant design).
+Reference: the skdp documentation page :doc:`/user_guide/accounting`.
 """
 
 import math
@@ -84,8 +84,9 @@ class PoissonGaussianEvent:
 
     Under replace-one the worst pair of one step is
     ``(1-q) N(0, z^2) + q N(+1, z^2)`` against ``(1-q) N(0, z^2) + q N(-1, z^2)``
-    (``privacy_core.md`` section 4.3); under add/remove it is the mixture against
-    ``N(0, z^2)`` (section 4.2). The accountant chooses by its ``relation``.
+    (derived for skdp, see :doc:`/user_guide/accounting`); under add/remove it is
+    the mixture against ``N(0, z^2)`` (Mironov-Talwar-Zhang 2019, section 3.3). The
+    accountant chooses by its ``relation``.
     """
 
     sampling_rate: float
@@ -108,8 +109,8 @@ class PureDPEvent:
     """``count`` releases, each ``epsilon``-DP (delta = 0) by its own proof.
 
     Priced by basic composition when ``delta = 0``, and through the tight RDP
-    curve of a generic epsilon-DP mechanism (Bun-Steinke 2016; ``privacy_core.md``
-    section 5) when ``delta > 0``.
+    curve of a generic epsilon-DP mechanism (Bun-Steinke 2016, proof of Prop. 3.3)
+    when ``delta > 0``.
     """
 
     epsilon: float
@@ -160,7 +161,7 @@ class L2LaplaceEvent:
     The "Gamma-norm" / L2-Laplace mechanism (Chaudhuri, Monteleoni, Sarwate 2011,
     Alg. 1): ``||b|| ~ Gamma(d, scale)`` with a uniform direction. With L2
     sensitivity ``sensitivity`` it is ``sensitivity/scale``-DP by the triangle
-    inequality (``privacy_core.md`` section 5). This covers **output**
+    inequality (Chaudhuri-Monteleoni-Sarwate 2011, Alg. 1). This covers **output**
     perturbation only; objective perturbation uses :class:`ApproxDPEvent`.
     """
 
@@ -218,7 +219,7 @@ class ApproxDPEvent:
     Used for mechanisms that are not additive-noise releases and therefore have
     no RDP curve we can vouch for, e.g. objective perturbation, whose guarantee
     comes from a change-of-variables argument (Kifer-Smith-Thakurta 2012;
-    ``seed003_private_sco.md`` section 4.4, reviewer correction). They are
+    recalibrated for replace-one, see :doc:`/papers/seed003`). They are
     composed with everything else by basic composition: epsilons add, deltas
     add.
     """

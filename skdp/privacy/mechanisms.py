@@ -5,8 +5,9 @@ Estimators pass the one generator of their fit (``skdp._random.fit_randomness``)
 entropy for that fit (never numpy's global one), and an ``int`` gives
 reproducible draws.
 
-References: ``privacy_core.md`` section 5 (L2-Laplace sampler) and
-``seed002_output_perturbation.md`` section 3.1.
+References: Chaudhuri, Monteleoni and Sarwate 2011, Alg. 1 (L2-Laplace
+sampler, the pure-epsilon noise of Zhang et al. 2017, Alg. 1) and Bassily,
+Guzman and Nandi 2021, section 3 (generalized Gaussian).
 """
 
 import contextlib
@@ -68,7 +69,7 @@ def l2_laplace_noise(rng, scale, size):
     """Draw ``b`` with density proportional to ``exp(-||b||_2 / scale)``.
 
     ``||b|| ~ Gamma(shape=d, scale=scale)`` times a direction uniform on the
-    sphere (``privacy_core.md`` section 5). This is *not* i.i.d. Laplace:
+    sphere (Chaudhuri-Monteleoni-Sarwate 2011, Alg. 1). This is *not* i.i.d. Laplace:
     ``E||b|| = d scale`` and each coordinate has variance ``(d + 1) scale^2``.
     ``size`` may be a shape; ``d`` is the total number of entries.
     """
@@ -92,7 +93,7 @@ def report_noisy_max(rng, scores, scale):
 def generalized_gaussian_noise(rng, sigma, size, r=2.0):
     """Draw from the generalized Gaussian ``GG_r(0, sigma^2)``: density prop. to ``exp(-||x||_r^2 / (2 sigma^2))``.
 
-    Exact polar sampler of ``seed001_noneuclidean_sco.md`` section A3: a
+    Exact polar sampler of the generalized Gaussian of Bassily-Guzman-Nandi 2021: a
     direction ``Y/||Y||_r`` with i.i.d. ``Y_i`` of density prop. to
     ``exp(-|y|^r)`` (``sign * Gamma(1/r)^(1/r)``) is the cone measure on the
     ``l_r`` sphere; the radius is an independent ``sigma * chi_d``. ``r = 2`` is

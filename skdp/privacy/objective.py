@@ -7,11 +7,13 @@ Hessian ``phi'' x x^T`` of rank one with eigenvalue ``<= lambda_H``. Its privacy
 comes from a change of variables (Jacobian term plus noise-density term), so
 it is priced by the theorem below and entered in the accountant as an
 :class:`~skdp.privacy.events.ApproxDPEvent`, never as a Gaussian or L2-Laplace
-release (``privacy_core.md`` section 5, reviewer correction).
+release: that would drop the Jacobian term of the proof.
 
 All formulas are for **replace-one** neighbours: one swap moves the gradient
-sum by ``2 zeta`` (``seed003_private_sco.md`` section 4.4, reviewer corrections;
-``../shared/algorithms/README.md``, decisions).
+sum by ``2 zeta``, while the printed constants (Kifer-Smith-Thakurta 2012, Alg. 1;
+Chaudhuri-Monteleoni-Sarwate 2011, Alg. 2; Bassily-Feldman-Talwar-Thakurta 2019,
+Thm 5.2) are for a change of ``zeta``. The recalibration is explained on the
+documentation page :doc:`/papers/seed003`.
 """
 
 import math
@@ -22,8 +24,8 @@ __all__ = ["objective_perturbation_gaussian", "objective_perturbation_pure"]
 def objective_perturbation_gaussian(zeta, lambda_h, n, alpha, epsilon, delta, jacobian_fraction=0.5):
     """(sigma, extra_alpha) for (epsilon, delta)-DP objective perturbation, delta > 0.
 
-    ``seed003_private_sco.md`` section 4.4, reviewer correction "What to ship",
-    steps 1-3: split ``epsilon = eps_J + eps_N`` with ``eps_J = jacobian_fraction
+    The replace-one recalibration of Kifer-Smith-Thakurta 2012, Thm 2 (see
+    :doc:`/papers/seed003`): split ``epsilon = eps_J + eps_N`` with ``eps_J = jacobian_fraction
     * epsilon``; require ``n (alpha + extra) >= lambda_H / (exp(eps_J) - 1)``
     (``extra`` is the smallest added L2 strength that achieves it); draw
     ``b ~ N(0, sigma^2 I)`` with
@@ -49,8 +51,9 @@ def objective_perturbation_gaussian(zeta, lambda_h, n, alpha, epsilon, delta, ja
 def objective_perturbation_pure(zeta, lambda_h, n, alpha, epsilon):
     """(gamma_scale, extra_alpha) for epsilon-DP objective perturbation (CMS11 Alg. 2).
 
-    ``seed003_private_sco.md`` section 4.4, second reviewer correction, with
-    general constants: ``eps' = epsilon - 2 ln(1 + lambda_H/(n alpha))``; if
+    Chaudhuri-Monteleoni-Sarwate 2011, Thm 9, rescaled to general constants
+    (``x -> x/K``, ``phi -> phi/L_phi``; see :doc:`/papers/seed003`):
+    ``eps' = epsilon - 2 ln(1 + lambda_H/(n alpha))``; if
     ``eps' <= 0`` add ``Delta = lambda_H/(n (exp(epsilon/4) - 1)) - alpha`` and use
     ``eps' = epsilon/2``; then ``||b|| ~ Gamma(d, 2 zeta / eps')`` with a uniform
     direction. Only for losses Lipschitz on all of R^d (not the squared loss).

@@ -5,7 +5,7 @@ the data in the clear. For a candidate ``t`` of a public grid the score is
 ``u(t) = -| #{i : v_i <= t} - q n |``. Under replace-one with public ``n`` a swap
 changes every count by at most 1, so the score sensitivity is ``s = 1``; the
 candidate is ``argmax(u + Gumbel(2 s / epsilon))``, which is the exponential
-mechanism and epsilon-bounded-range (``privacy_core.md`` section 3), priced as
+mechanism and epsilon-bounded-range (Durfee-Rogers 2019), priced as
 ``BoundedRangeEvent(epsilon)``.
 """
 

@@ -19,7 +19,9 @@ def list_solvers():
     """The solver table: one dict per solver.
 
     Keys: ``solver`` (the ``solver=`` id), ``source`` (paper and algorithm),
-    ``card`` (card file and section the implementation follows), ``losses``,
+    ``card`` (how skdp's implementation departs from the printed algorithm),
+    ``reference`` (the documentation page on the paper that explains those
+    deviations, a path under ``doc/papers/``), ``losses``,
     ``constraint`` (``"l2"``: L2 penalty / optional L2 ball; ``"l1"``, ``"lp"``,
     ``"l1|l2"``: a norm ball of radius ``coef_norm``; ``"l0"``: the sparse
     estimators), ``privacy`` (notion and neighbouring relation), ``needs_alpha``
@@ -40,6 +42,7 @@ def list_solvers():
                 "solver": name,
                 "source": s.source,
                 "card": s.card,
+                "reference": s.reference,
                 "losses": tuple(s.losses),
                 "constraint": s.constraint or s.geometry or "l2",
                 "privacy": _privacy_notion(s),

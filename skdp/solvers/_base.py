@@ -142,7 +142,11 @@ class Solver:
     name : str
         The ``solver=`` id.
     card : str
-        Card file and section the implementation follows.
+        How the implementation departs from the printed algorithm of
+        ``source`` (in words; the paper page ``reference`` explains why).
+    reference : str
+        The skdp documentation page on the source paper and skdp's
+        deviations from it, e.g. ``"doc/papers/seed004.rst"``.
     losses : tuple of str
         Loss names it supports.
     pure_dp : bool
@@ -155,6 +159,7 @@ class Solver:
 
     name = None
     card = None
+    reference = None
     losses = ()
     pure_dp = False
     approx_dp = True

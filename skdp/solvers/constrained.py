@@ -6,7 +6,8 @@ Each works on a :class:`~skdp.solvers.Problem` whose ``constraint`` is a
 **replace-one** neighbours with ``n`` public and uses only public constants:
 the dual-norm feature bound ``R_q`` (:meth:`Problem.dual_feature_bound`), the
 per-example Lipschitz constant ``L0`` and smoothness ``L1`` in the ball's
-geometry (``seed001_noneuclidean_sco.md``, "GLM constants for the library"):
+geometry (from ``|<w, x>| <= ||w|| ||x||_*`` and ``grad f = phi' x``; the
+function class ``F(L0, L1)`` of Bassily, Guzman and Nandi 2021):
 
 * logistic: ``L0 = R_q``, ``L1 = R_q^2 / 4``;
 * squared with ``|y| <= B``: ``L0 = R_q (R_q r + B)``, ``L1 = R_q^2``.
@@ -113,14 +114,15 @@ class _BallSolver(Solver):
 class NoisySFW(_BallSolver):
     """``noisy_sfw``: one-pass variance-reduced stochastic Frank-Wolfe over the L1 ball.
 
-    Card: ``seed001_noneuclidean_sco.md`` section C (Alg. 2, "private
-    polyhedral SFW") with the card's recommended calibration (section C4):
+    Bassily, Guzman and Nandi 2021, Alg. 2 (private polyhedral stochastic
+    Frank-Wolfe) with skdp's calibration (see :doc:`/papers/seed001`):
     each linear-minimisation step picks a vertex ``+-r e_j`` of the L1 ball by
     **Gumbel report-noisy-max** (the exponential mechanism, ``eps0``-bounded
     range, hence ``eps0^2/8``-zCDP), and the ``T`` selections are composed by
     the shared accountant; ``eps0`` is the largest value whose composition it
     prices at the target. The paper's Laplace noise with advanced composition
-    (which overshoots ``epsilon``, card C4) is not offered.
+    (which overshoots the stated ``epsilon``: 1.027 for a target of 1 at
+    ``n = 10^4``) is not offered.
 
     One pass over a data-independent random permutation: the first
     ``ceil(n/2)`` rows give the initial gradient; then each step ``t`` takes a
@@ -133,14 +135,15 @@ class NoisySFW(_BallSolver):
     larger ``b`` (the default, chosen so that ``T`` is about 200) is an skdp
     extension that keeps the vertex-selection noise the same per unit of data
     and makes the pass vectorised. The sensitivity of Lemma 6.1, re-derived for
-    a batch of ``b`` (card C4 "tight L1-ball version", replace-one): the
+    a batch of ``b`` on the L1 ball of radius ``r`` (vertex radius ``r``
+    rather than the paper's ``D``, about half its ``s_t``; replace-one): the
     initial vertex scores move by ``Delta_0 = 2 r L0 / |B|``; step ``t``'s by
     ``Delta_t = r max((1 - eta)^t 2 L0 / |B|, (2/b) eta (L0 + (1 - eta) L1 D))``
     with ``D = 2 r``, for every history. The Gumbel scale of step ``t`` is
     ``2 Delta_t / eps0``.
 
     Step size ``eta = ln(N / ln J) / N`` with ``N = n / b`` and ``J = 2 p``
-    vertices (card C6; ``N = n`` for ``b = 1``), capped at 1/2.
+    vertices (the paper's step size, with ``N = n`` for ``b = 1``), capped at 1/2.
     Smooth losses only (logistic, squared on the ball).
 
     Where it pays off: the vertex-selection noise scale is about
@@ -154,7 +157,8 @@ class NoisySFW(_BallSolver):
     """
 
     name = "noisy_sfw"
-    card = "seed001_noneuclidean_sco.md, section C (Alg. 2) with the Gumbel/zCDP calibration of C4"
+    card = "Alg. 2 with Gumbel report-noisy-max composed in zCDP instead of Laplace + advanced composition"
+    reference = "doc/papers/seed001.rst"
     source = "Bassily, Guzman, Nandi 2021, Alg. 2"
     geometry = "l1"
     summary = "one-pass variance-reduced stochastic Frank-Wolfe on the L1 ball, Gumbel report-noisy-max"
@@ -172,7 +176,7 @@ class NoisySFW(_BallSolver):
         T = 1 + (n - first) // b
         N = n / b
         J = 2 * problem.p
-        # card C6: eta = ln(N / ln J) / N, at least 1/N (tiny N) and at most 1/2
+        # the paper's eta = ln(N / ln J) / N, at least 1/N (tiny N) and at most 1/2
         eta = min(0.5, max(1.0, math.log(N / math.log(J))) / N)  # J >= 2, so ln J > 0
         return first, b, T, eta
 
@@ -227,12 +231,12 @@ class NoisySFW(_BallSolver):
 def gg_geometry(q, d):
     """``(r, kappa)``: the smooth norm ``||.||_r`` to sample from and its regularity constant.
 
-    ``seed001_noneuclidean_sco.md`` section A, common notation and A4/A6: the
-    dual space ``l_q`` (``q >= 2``) is ``kappa``-regular either with
+    Kappa-regularity as used by Bassily, Guzman and Nandi 2021 (section 2 and
+    Cor. 3.3): the dual space ``l_q`` (``q >= 2``) is ``kappa``-regular either with
     ``||.||_+ = ||.||_q`` (``kappa = q - 1``) or, for large ``q``, with
     ``||.||_+ = ||.||_r``, ``r = 2 ln d + 1`` (``kappa = 2 e ln d``, the factor
     ``e`` bounding ``||x||_r^2 / ||x||_q^2``). Sampling and ``kappa`` must
-    use the same norm (A5), so we return the pair with the smaller ``kappa``.
+    use the same norm, so we return the pair with the smaller ``kappa``.
     """
     if q == 2.0:
         return 2.0, 1.0
@@ -245,8 +249,9 @@ def gg_geometry(q, d):
 class NoisySFWLp(_BallSolver):
     """``noisy_sfw_lp``: noisy variance-reduced (binary-tree) stochastic Frank-Wolfe on an l_p ball, 1 < p <= 2.
 
-    Card: ``seed001_noneuclidean_sco.md`` section B (Alg. 1) with the exact
-    calibration [S] of B4 and the generalized Gaussian mechanism of section A.
+    Bassily, Guzman and Nandi 2021, Alg. 1, with the generalized Gaussian
+    mechanism of their section 3 calibrated by skdp (the paper's constant is
+    not recoverable from the text; see :doc:`/papers/seed001`).
     ``T`` phases; phase ``t`` is a complete binary tree of depth ``t`` visited in
     depth-first pre-order. The root draws ``b`` fresh rows and releases their
     mean gradient plus GG noise; a left child inherits its parent; a right
@@ -260,20 +265,23 @@ class NoisySFWLp(_BallSolver):
     Sensitivities (dual norm ``q = p/(p-1)``, replace-one): ``2 L0 / b`` at a
     root; ``(2/|B_s|) min(L1 D sum eta_l, 2 L0)`` at a right child, the sum
     over the leaves of its left sibling's subtree (the iterate moved by at
-    most ``D sum eta_l``; ``D = 2 r``), computed from the actual step sizes.
+    most ``D sum eta_l``; ``D = 2 r``), computed from the actual step sizes
+    (skdp's exact form of the paper's depth-independent bound).
     Each release gets GG noise ``sigma_v = s_v sqrt(kappa / (2 rho*))``
     (:func:`skdp.privacy.generalized_gaussian_sigma`), so each, and the run,
     is ``rho*``-zCDP with ``rho*`` the largest level the accountant prices at
     ``(epsilon, delta)``. ``p = 2`` is Gaussian noise on an L2 ball.
 
-    Defaults (card B6): ``b`` the largest power of two with
+    Defaults (skdp's choice; the paper's Thm 5.2 gives only orders): ``b`` the largest
+    power of two with
     ``b T (T + 5) / 4 <= n`` for ``T = log2 b`` (so leaves get one row).
     ``solver_options``: ``p`` (default 2), ``batch_size`` (root batch, a
     power of two), ``n_phases``.
     """
 
     name = "noisy_sfw_lp"
-    card = "seed001_noneuclidean_sco.md, section B (Alg. 1), calibration of A4/B4"
+    card = "Alg. 1 with the generalized Gaussian scale from the tight zCDP conversion, exact sensitivities"
+    reference = "doc/papers/seed001.rst"
     source = "Bassily, Guzman, Nandi 2021, Alg. 1"
     geometry = "lp"
     summary = "tree-based variance-reduced stochastic Frank-Wolfe on an l_p ball (1 < p <= 2), generalized Gaussian"
@@ -374,7 +382,8 @@ class NoisySFWLp(_BallSolver):
 def drain_step(h, u, L):
     """Exact ``argmin_{v in simplex} (L/2) ||v - u||_1^2 + <h, v - u>`` in O(m log m).
 
-    ``seed000_dp_erm_revisited.md`` section C3 (ii), the "drain" solution: move
+    The y-step of Wang, Ye and Xu 2017, Alg. 3, on the lifted simplex (its
+    coefficients are garbled in print; solved exactly here): move
     mass to the coordinate ``j*`` of smallest ``h`` from the others in
     decreasing order of ``h`` while the marginal gain ``h_k - h_{j*}`` exceeds
     ``4 L`` times the mass moved so far.
@@ -405,29 +414,30 @@ def drain_step(h, u, L):
 class DPAccMD(_BallSolver):
     """``dp_accmd``: DP accelerated mirror descent (linear coupling) over an L1 or L2 ball.
 
-    Card: ``seed000_dp_erm_revisited.md`` section C (Alg. 3) with the
-    **mandatory privacy correction**: as printed, the gradient step uses the
+    Wang, Ye and Xu 2017, Alg. 3, with a **mandatory privacy correction**
+    (see :doc:`/papers/seed000`): as printed, the gradient step uses the
     exact gradient and the output reveals it, so the algorithm is not private.
     Here each iteration draws **one** noisy full gradient
     ``g~ = grad F(x_{k+1}) + N(0, sigma^2 I)`` and uses it in both the
     gradient step and the mirror step. ``T`` full-batch releases of a mean of
     per-example gradients bounded by ``G`` (L2): replace-one sensitivity
-    ``2G/n`` each, priced exactly as Gaussian DP (card 0.3),
+    ``2G/n`` each, priced exactly as Gaussian DP (Dong-Roth-Su 2022, Cor. 3.3),
     ``sigma = 2 G sqrt(T) / (n mu*)``.
 
-    Geometries (card C3, skdp instantiations): ``"l1"`` runs on the lifted
+    Geometries (skdp's instantiations of the paper's mirror maps): ``"l1"`` runs on the lifted
     simplex ``x = r (u_+ - u_-)`` with the entropy mirror map (exponentiated
     gradient z-step, exact "drain" y-step, ``L_H = L r^2``); ``"l2"`` uses the
     Euclidean map (projections; ``L_C = 4 L r^2``). ``alpha_k = (k + 2)/(4 L_C)``
-    (the smoothness in the mirror map's norm; card ambiguity 4). Returns
-    ``y_T``. Default ``T`` (card C6):
+    (the smoothness in the mirror map's norm; the printed coefficient is
+    ambiguous). Returns ``y_T``. Default ``T`` (skdp's choice):
     ``ceil(sqrt(L r n eps / (sqrt(2) G sqrt(ln(1/delta)))))``, clipped to [5, 100].
 
     ``solver_options``: ``geometry`` (``"l1"`` default, or ``"l2"``).
     """
 
     name = "dp_accmd"
-    card = "seed000_dp_erm_revisited.md, section C (Alg. 3) with the one-noise-per-step correction, 0.3"
+    card = "Alg. 3 corrected to draw one noisy gradient per iteration for both steps, exact Gaussian-DP calibration"
+    reference = "doc/papers/seed000.rst"
     source = "Wang, Ye, Xu 2017, Alg. 3"
     geometry = "l1|l2"
     summary = "accelerated mirror descent on an L1 (entropic) or L2 ball, one Gaussian gradient per step"
@@ -508,13 +518,13 @@ class DPAccMD(_BallSolver):
 class PhasedSGD(_BallSolver):
     """``phased_sgd``: phased one-pass projected SGD with Gaussian noise on each phase's average.
 
-    Card: ``seed001_noneuclidean_sco.md`` section E (Feldman-Koren-Talwar 2020,
-    Alg. 2, as the paper's baseline), with the card's suggested calibration
-    [S] of E4. Phase ``i = 1..k`` (``k = ceil(log2 n)``) runs one pass of
-    projected SGD on ``n_i = floor(2^-i n)`` fresh rows with step ``eta_i =
+    Feldman, Koren and Talwar 2020, Alg. 2 (the baseline of Bassily, Guzman
+    and Nandi 2021, section 7), with the analytic Gaussian calibration of
+    Balle and Wang 2018 (see :doc:`/papers/seed001`). Phase ``i = 1..k``
+    (``k = ceil(log2 n)``) runs one pass of projected SGD on ``n_i = floor(2^-i n)`` fresh rows with step ``eta_i =
     4^-i eta``, from the previous phase's noisy output, and releases the
     average iterate plus ``N(0, sigma_i^2 I)``. Why this is private (we
-    re-derived it rather than trusting the card's [R?] recollection): the
+    re-derived it rather than relying on a recollection of FKT20's constant): the
     rows of different phases are disjoint, so only the phase holding the
     differing row depends on it (parallel composition); within it, the
     projected gradient step with ``eta_i <= 2/(beta + alpha)`` is
@@ -528,15 +538,16 @@ class PhasedSGD(_BallSolver):
     ``m eta_i`` on the batch mean, which has the same sensitivity ``2 G eta_i``
     and makes the pass vectorised (``m = 1`` is the paper). The constraint is
     the L2 ball of radius ``r`` (the only geometry whose projection we ship;
-    the card's use for ``p > 2`` maps the ball to l2). ``eta`` defaults to
-    card E6's ``(D/G) min(4/sqrt(n), eps/sqrt(d ln(1/delta)))``, capped at the
+    the baseline's use for ``p > 2`` maps the ball to l2). ``eta`` defaults to
+    ``(D/G) min(4/sqrt(n), eps/sqrt(d ln(1/delta)))``, capped at the
     stability limit; a larger ``eta`` raises.
 
     ``solver_options``: ``batch_size`` (``m``), ``learning_rate`` (``eta``).
     """
 
     name = "phased_sgd"
-    card = "seed001_noneuclidean_sco.md, section E (FKT20 phased SGD), calibration [S] of E4"
+    card = "FKT20 Alg. 2 with the privacy argument re-derived and the analytic Gaussian per phase"
+    reference = "doc/papers/seed001.rst"
     source = "Feldman, Koren, Talwar 2020, Alg. 2 (baseline in Bassily, Guzman, Nandi section 7)"
     geometry = "l2"
     losses = ("logistic", "squared")

@@ -15,8 +15,9 @@ __all__ = ["DPGradientDescent", "DPSVRG", "DPSVRGPlusPlus"]
 class DPGradientDescent(Solver):
     """``dp_gd``: noisy full-batch (proximal) gradient descent.
 
-    Card: ``seed000_dp_erm_revisited.md`` section D (Alg. 4) with the exact
-    calibration of section 0.3. Each of ``T = max_iter`` steps releases the mean
+    Wang, Ye and Xu 2017, Alg. 4, with the exact Gaussian-DP calibration in
+    place of the paper's constant (see :doc:`/papers/seed000`). Each of
+    ``T = max_iter`` steps releases the mean
     of the per-example gradients (each of norm ``<= G``; clipped to ``G`` when
     the loss is not globally Lipschitz) plus ``N(0, sigma^2 I)``. Under
     replace-one with public ``n`` the mean moves by at most ``Delta = 2G/n``, so
@@ -26,14 +27,15 @@ class DPGradientDescent(Solver):
 
     The L2 penalty (and the coefficient ball, for the squared loss) enters
     through its prox, never through the noisy gradient. Step size
-    ``1/(beta + alpha)``; starts at 0; returns the last iterate (section 6.1).
+    ``1/(beta + alpha)``; starts at 0; returns the last iterate.
     No early stopping: the schedule is fixed before the data is touched.
     """
 
     name = "dp_gd"
     source = 'Wang, Ye, Xu 2017, Alg. 4'
     defaults = 'T = min(40, max(2, ceil(n eps / c))), step c/(beta + alpha), w_0 = 0, last iterate'
-    card = "seed000_dp_erm_revisited.md, section D (Alg. 4) and 0.3"
+    card = "Alg. 4 with replace-one sensitivity 2G/n and the exact Gaussian-DP calibration of the T releases"
+    reference = "doc/papers/seed000.rst"
     losses = ("logistic", "multinomial", "squared")
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
     explicit_penalty = True
@@ -119,7 +121,9 @@ def poisson_sample(rng, n, q):
 def _svrg_noise_ratio(n, n_steps, q, batch, epsilon, delta, relation):
     """sigma/G for DP-SVRG's split accounting, minimised over the split fraction.
 
-    ``seed000`` section 0.4: each inner step is, for the analysis, the
+    The split argument (skdp's, see :doc:`/papers/seed000`): the one noise
+    draw ``N(0, sigma^2)`` is viewed as two independent draws of variances
+    ``f sigma^2`` and ``(1-f) sigma^2``, so each inner step is, for the analysis, the
     composition of a Gaussian release of the snapshot gradient (replace-one
     sensitivity ``2G/n``, std ``sqrt(f) sigma``) and a Poisson-subsampled
     Gaussian release of the summed gradient differences (per-row bound
@@ -143,16 +147,18 @@ def _svrg_noise_ratio(n, n_steps, q, batch, epsilon, delta, relation):
 class DPSVRG(Solver):
     """``dp_svrg``: DP proximal SVRG, rigorous split-accounting variant.
 
-    Card: ``seed000_dp_erm_revisited.md`` section A (Alg. 1) with the
-    accounting of section 0.4. **The paper's noise (Thm 4.1) is not private at
+    Wang, Ye and Xu 2017, Alg. 1, with skdp's split accounting (see
+    :doc:`/papers/seed000`). **The paper's noise (Thm 4.1) is not private at
     its claimed speed**: it ignores that the un-noised snapshot gradient is
     reused at every inner step and that the variance-reduced difference has
     replace-one sensitivity ``4G``. We keep the algorithm (noise added to the
     variance-reduced gradient before the prox step; restart from the epoch
-    average) and calibrate ``sigma`` with the split argument of section 0.4,
-    priced by the shared RDP accountant.
+    average) and calibrate ``sigma`` with a split argument (one noise draw
+    analysed as a Gaussian release of the snapshot gradient plus a subsampled
+    Gaussian release of the gradient differences, the split fraction chosen to
+    minimise sigma), priced by the shared RDP accountant.
 
-    Per the library decision on subsampled solvers (``../shared/algorithms/README.md``),
+    Like every subsampled solver in skdp (the accountant prices Poisson sampling),
     the inner steps use **Poisson** mini-batches of expected size ``b``
     (the paper's single uniform index is the case ``b = 1`` with replacement,
     which the accountant does not price); the difference term is divided by the
@@ -167,7 +173,8 @@ class DPSVRG(Solver):
     name = "dp_svrg"
     source = 'Wang, Ye, Xu 2017, Alg. 1 (rigorous variant)'
     defaults = 'T = 3 epochs, b = ceil(sqrt n), m = ceil(n/b) inner steps, step 1/(2(beta + alpha))'
-    card = "seed000_dp_erm_revisited.md, section A (Alg. 1) and 0.4"
+    card = "Alg. 1 with Poisson mini-batches and split RDP accounting (the printed noise is not private)"
+    reference = "doc/papers/seed000.rst"
     losses = ("logistic", "multinomial", "squared")
     needs_strong_convexity = True
     summary = "DP prox-SVRG with Poisson mini-batches, split RDP accounting"
@@ -230,8 +237,8 @@ class DPSVRG(Solver):
 class DPSVRGPlusPlus(DPSVRG):
     """``dp_svrg_pp``: DP prox-SVRG++ (doubling epochs) for convex, not necessarily strongly convex, objectives.
 
-    Card: ``seed000_dp_erm_revisited.md`` section B (Alg. 2) with the rigorous
-    split accounting of section 0.4 over the **exact** number of noisy inner
+    Wang, Ye and Xu 2017, Alg. 2, with the rigorous split accounting of
+    ``dp_svrg`` (see :doc:`/papers/seed000`) over the **exact** number of noisy inner
     steps ``N = m (2^(T+1) - 2)`` (the paper's "2^T m" undercounts by 2, and
     its noise is not private at the claimed speed; see ``dp_svrg``). Epoch
     ``s = 1..T`` computes the full gradient at the snapshot (the previous
@@ -241,14 +248,15 @@ class DPSVRGPlusPlus(DPSVRG):
     its average becomes the next snapshot; the last snapshot is returned.
     ``alpha = 0`` is allowed (SVRG++ needs no strong convexity).
 
-    skdp defaults (the card's ``m = Theta(L)`` makes the step count blow up
+    skdp defaults (the paper's ``m = Theta(L)`` makes the step count blow up
     exponentially): ``T = max_iter`` or 3 epochs, Poisson batches of expected
     size ``b = ceil(sqrt(n))``, ``m = ceil(n / (b 2^T))`` so the last epoch is
     about one pass, step ``1/(2(beta + alpha))``.
     """
 
     name = "dp_svrg_pp"
-    card = "seed000_dp_erm_revisited.md, section B (Alg. 2) and 0.4"
+    card = "Alg. 2 with split RDP accounting over its exact m (2^(T+1) - 2) inner steps"
+    reference = "doc/papers/seed000.rst"
     source = "Wang, Ye, Xu 2017, Alg. 2"
     needs_strong_convexity = False
     summary = "DP prox-SVRG++ (doubling epochs), Poisson mini-batches, split RDP accounting"

@@ -1,15 +1,16 @@
 """Solvers for possibly nonconvex smooth objectives: ``dp_lssgd``, ``rrpsgd``, ``dp_srm``.
 
-All three are Poisson-subsampled noisy gradient methods. Per the library
-decision on subsampled solvers (``../shared/algorithms/README.md``), every
+All three are Poisson-subsampled noisy gradient methods. Because the
+accountant prices Poisson sampling (and nothing looser), every
 step includes each row independently with probability ``q = b/n`` and divides
 the sum of clipped per-example contributions by the **public** expected batch
 size ``b``; the Gaussian noise on that mean has std ``z S / b``, where ``S`` is
 the per-example contribution bound and the noise multiplier ``z`` is
 calibrated by the shared RDP accountant for the replace-one Poisson pair
-(``privacy_core.md`` section 4) over every step the schedule allows. The
+(:doc:`/user_guide/accounting`) over every step the schedule allows. The
 papers' fixed-size batches without replacement (and their closed-form
-constants, which the cards show are non-private outside their conditions) are
+constants, which are non-private outside the conditions of the lemmas they
+rest on; see :doc:`/papers/seed004` and :doc:`/papers/seed002`) are
 not offered. The L2 penalty, and any other data-independent regulariser, is
 added outside the clipping.
 """
@@ -28,7 +29,7 @@ __all__ = ["DPLSSGD", "DPSRM", "RRPSGD", "laplacian_smooth", "ls_gamma", "ls_bet
 
 
 # ---------------------------------------------------------------------------------------
-# Laplacian smoothing (seed004_nonconvex_lssgd_distributed.md, section D)
+# Laplacian smoothing (Wang 2021, dissertation, ch. 5, eq. 5.2.3)
 # ---------------------------------------------------------------------------------------
 def _ls_eigenvalues(sigma, d):
     k = np.arange(d)
@@ -39,7 +40,7 @@ def laplacian_smooth(v, sigma, axis=0):
     """``A_sigma^{-1} v`` along ``axis``: ``A_sigma = I - sigma L``, ``L`` the periodic 1-D discrete Laplacian.
 
     ``A_sigma`` is circulant with eigenvalues ``1 + 2 sigma - 2 sigma cos(2 pi k/d)``
-    (card D.3), so the solve is one real FFT pair, ``O(d log d)``. ``sigma = 0``
+    (periodic boundary, Wang 2021, eq. 5.2.3), so the solve is one real FFT pair, ``O(d log d)``. ``sigma = 0``
     returns ``v`` unchanged (DP-LSSGD is then DP-SGD exactly).
     """
     v = np.asarray(v, dtype=float)
@@ -53,7 +54,7 @@ def laplacian_smooth(v, sigma, axis=0):
 
 
 def ls_gamma(sigma, d):
-    """``(1/d) sum_i 1/lambda_i``, the variance factor of the smoothed noise (card D.3, Prop. 5.3.5)."""
+    """``(1/d) sum_i 1/lambda_i``, the variance factor of the smoothed noise (Wang 2021, Prop. 5.3.5)."""
     if sigma == 0:
         return 1.0
     w = (2 * sigma + 1 - math.sqrt(4 * sigma + 1)) / (2 * sigma)
@@ -61,7 +62,7 @@ def ls_gamma(sigma, d):
 
 
 def ls_beta(sigma, d):
-    """``(1/d) sum_i 1/lambda_i^2`` (card D.3, Prop. 5.3.8)."""
+    """``(1/d) sum_i 1/lambda_i^2`` (Wang 2021, Prop. 5.3.8)."""
     if sigma == 0:
         return 1.0
     w = (2 * sigma + 1 - math.sqrt(4 * sigma + 1)) / (2 * sigma)
@@ -124,11 +125,12 @@ class _PoissonSolver(Solver):
 class DPLSSGD(_PoissonSolver):
     """``dp_lssgd``: DP-SGD with Laplacian smoothing of the noisy gradient.
 
-    Card: ``seed004_nonconvex_lssgd_distributed.md`` section E (Alg. 5) with
-    the Laplacian-smoothing operator of section D and the reviewer correction
-    of E.4: the paper's closed-form noise is not used (it is non-private
-    outside its lemma's conditions); the noise multiplier is calibrated by the
-    accountant for Poisson batches (module docstring). Each step
+    Wang 2021 (dissertation), ch. 5, Alg. 5, with the Laplacian-smoothing
+    operator of eq. 5.2.3. The closed-form noise of Thm 5.3.2 is not used: it
+    is non-private outside the conditions of Lemma 5.5.3 (e.g. ``n = 10^4``,
+    ``b = 10``, ``T = 100`` at a target of ``epsilon = 1`` is priced at
+    ``epsilon ~ 2860``; see :doc:`/papers/seed004`); the noise multiplier is
+    calibrated by the accountant for Poisson batches (module docstring). Each step
 
     ``w <- w - eta_t A_sigma^{-1}(g + n)``,  ``g`` the clipped batch mean plus the
     regulariser's gradient, ``n ~ N(0, (z G / b)^2 I)``,
@@ -137,19 +139,22 @@ class DPLSSGD(_PoissonSolver):
     privacy does not depend on ``ls_sigma`` (Remark 5.5.6's "stronger privacy"
     from smoothing is not implemented: it would need noise after smoothing).
     ``ls_sigma = 0`` is exactly DP-SGD. Smoothing runs along the feature axis
-    of each output's coefficients; the intercept is not smoothed (card D.9).
+    of each output's coefficients (the dissertation does not say how to
+    flatten multi-output parameters); the intercept is not smoothed.
     Per-example gradients are clipped to the estimator's bound ``G``.
 
     Defaults: ``b = ceil(sqrt(n))`` (expected), ``T = min(2000, 5 n / b)``
     (five passes), ``eta_t = eta / sqrt(t)`` with ``eta = 1/(beta + alpha)``,
-    ``ls_sigma = 2`` (card E.6 suggestion), last iterate (``output="average"``
+    ``ls_sigma = 2`` (the middle of the experiments' grid {1, 2, 3}, Sec. 5.4.1),
+    last iterate (``output="average"``
     returns the average of the iterates, as in Thms 5.3.4 / 5.3.7).
 
     ``solver_options``: ``batch_size``, ``learning_rate``, ``ls_sigma``, ``output``.
     """
 
     name = "dp_lssgd"
-    card = "seed004_nonconvex_lssgd_distributed.md, sections D and E (Alg. 5), reviewer correction of E.4"
+    card = "Alg. 5 on Poisson batches, noise calibrated by the accountant (not Thm 5.3.2), noise before smoothing"
+    reference = "doc/papers/seed004.rst"
     source = "Wang 2021 (dissertation), ch. 5, Alg. 5 (DP-LSSGD)"
     summary = "DP-SGD with Laplacian smoothing of the noisy gradient (FFT), Poisson sampling, RDP-calibrated"
     defaults = "b = ceil(sqrt n), T = min(2000, 5n/b), eta_t = (1/(beta + alpha))/sqrt(t), ls_sigma = 2, last iterate"
@@ -205,7 +210,7 @@ class DPLSSGD(_PoissonSolver):
         for t in range(1, T + 1):
             rows = poisson_sample(rng, n, q)
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
-            g = g + gaussian_noise(rng, std, w.shape)  # noise first, then smoothing (card E.5)
+            g = g + gaussian_noise(rng, std, w.shape)  # noise first, then smoothing (post-processing)
             w = w - (eta / math.sqrt(t)) * self.smooth(problem, g, sigma_ls)
             avg += w
         coef = w if output == "last" else avg / T
@@ -221,14 +226,14 @@ class DPLSSGD(_PoissonSolver):
 class RRPSGD(_PoissonSolver):
     """``rrpsgd``: random-round private SGD; returns the iterate after a random number of rounds.
 
-    Card: ``seed002_output_perturbation.md`` section 2 (Alg. 2) with the
-    accountant calibration the card suggests in 2.4 (its "rdp" mode) and the
-    library decision on subsampled solvers: each round adds Gaussian noise to
+    Zhang, Zheng, Mou and Wang 2017, Alg. 2, with the noise calibrated by the
+    accountant instead of the paper's closed form, on Poisson batches (see
+    :doc:`/papers/seed002`): each round adds Gaussian noise to
     the clipped mean gradient of a **Poisson** batch (expected size ``b``;
     ``b = 1`` is the paper's one example per round) and steps
     ``w <- w - eta (g + z)``. The number of rounds ``R`` is drawn before the
-    data is touched, uniformly from ``{1, ..., N}`` (the card's distribution
-    ``P`` for a constant step), and ``w_R`` is returned: neither the last
+    data is touched, uniformly from ``{1, ..., N}`` (the paper's distribution
+    ``P``, uniform for a constant step), and ``w_R`` is returned: neither the last
     iterate of ``N`` nor an average. Privacy is counted over all ``N`` rounds
     whatever ``R`` turns out to be (``w_R`` is post-processing of the first
     ``R <= N`` releases), so ``privacy_spent_`` does not depend on ``R``. The
@@ -240,13 +245,15 @@ class RRPSGD(_PoissonSolver):
     ``b`` read as many, capped for run time; ``max_iter`` sets ``N``); constant
     step ``eta = min(1/beta, 1/(sigma_G sqrt(N)))`` with
     ``sigma_G^2 = G^2 + p s^2`` the second-moment bound of the noisy gradient
-    (card 2.6, with ``s`` the noise std and ``p`` the dimension).
+    (the constant-step rule of Ghadimi and Lan 2013 behind the paper's Thm 5,
+    with ``s`` the noise std and ``p`` the dimension).
 
     ``solver_options``: ``batch_size``, ``learning_rate``.
     """
 
     name = "rrpsgd"
-    card = "seed002_output_perturbation.md, section 2 (Alg. 2), accountant calibration of 2.4 ('rdp')"
+    card = "Alg. 2 on Poisson batches, noise calibrated by the RDP accountant over all N rounds"
+    reference = "doc/papers/seed002.rst"
     source = "Zhang, Zheng, Mou, Wang 2017, Alg. 2 (RRPSGD)"
     summary = "private SGD stopped after a uniformly random number of rounds, Poisson sampling, RDP-calibrated"
     defaults = "b = ceil(sqrt n), N = min(2000, n^2/b) rounds, R ~ U{1..N}, eta = min(1/beta, 1/(sigma_G sqrt N))"
@@ -301,11 +308,10 @@ class RRPSGD(_PoissonSolver):
 class DPSRM(_PoissonSolver):
     """``dp_srm``: differentially private stochastic recursive momentum, clipped mode.
 
-    Card: ``seed004_nonconvex_lssgd_distributed.md`` section B (Alg. 4) in its
-    clipped mode (B.3 "Clipped mode", what the experiments run) with both
-    reviewer corrections of B.4: the paper's closed-form noise is not used
-    (non-private outside its lemma's conditions) and the accountant prices the
-    releases actually made. The estimator is the STORM recursion on the
+    Wang 2021 (dissertation), ch. 4, Alg. 4, in its clipped mode (what the
+    experiments of Sec. 4.7 run), corrected (see :doc:`/papers/seed004`): the
+    closed-form noise of Thm 4.5.1 is not used (non-private outside its
+    lemma's conditions) and the accountant prices the releases actually made. The estimator is the STORM recursion on the
     **released** noisy estimate:
 
     * ``v_p^0 = (1/b0) sum_{i in B_0} clip(grad l_i(theta^0), C1) + grad r(theta^0) + u^0``;
@@ -325,7 +331,7 @@ class DPSRM(_PoissonSolver):
     (Alg. 4, ``iterate="random"``) or is the last one; privacy is the same.
 
     ``C1`` is the estimator's per-example gradient bound ``G``. Defaults:
-    ``C2 = 0.1 G`` and ``gamma = 0.1`` (card B.6 uses ``C2 = gamma = 0.01`` with
+    ``C2 = 0.1 G`` and ``gamma = 0.1`` (the experiments, Sec. 4.7, use ``C2 = gamma = 0.01`` with
     ``C1 = 1`` for thousands of steps; on a few hundred rows and ``T`` of order
     100 the first release's noise must decay faster), ``b = b0 = ceil(sqrt(n))``,
     ``T = min(2000, 4 n / b)`` (four passes), ``eta = 1/(beta + alpha)``.
@@ -336,7 +342,8 @@ class DPSRM(_PoissonSolver):
     """
 
     name = "dp_srm"
-    card = "seed004_nonconvex_lssgd_distributed.md, section B (Alg. 4), clipped mode, reviewer corrections of B.4"
+    card = "Alg. 4, clipped mode, recursion on the released estimate, noise calibrated by the accountant (not Thm 4.5.1)"
+    reference = "doc/papers/seed004.rst"
     source = "Wang 2021 (dissertation), ch. 4, Alg. 4 (DP-SRM)"
     summary = "DP stochastic recursive momentum (STORM) with gradient and gradient-difference clipping"
     defaults = ("b = b0 = ceil(sqrt n), T = min(2000, 4n/b), C2 = 0.1 G, gamma = 0.1, eta = 1/(beta + alpha), "
@@ -437,7 +444,7 @@ class DPSRM(_PoissonSolver):
 
     @staticmethod
     def theory_constants(G, L, D_F, d, n, epsilon, delta):
-        """Thm 4.5.4's hyperparameters (card B.6 theory mode), for reproducing the paper's setting.
+        """Thm 4.5.4's hyperparameters (as its proof sets them), for reproducing the paper's setting.
 
         Returns a dict with ``zeta``, ``n0``, ``momentum`` (``gamma``), ``batch_size`` (``b``),
         ``initial_batch_size`` (``b0``) and ``T``. ``D_F`` must be a public bound on

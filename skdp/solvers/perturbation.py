@@ -30,13 +30,14 @@ __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbation
 class OutputPerturbation(Solver):
     """``output_pert``: full-batch gradient descent, then one noise draw on the output.
 
-    Card: ``seed002_output_perturbation.md`` section 1 (Alg. 1), strongly convex
-    mode with the **tight** sensitivity of section 1.4 suggestion 2:
+    Zhang, Zheng, Mou and Wang 2017, Alg. 1, strongly convex mode, with the
+    **tight** sensitivity of the ``T``-step contraction (see :doc:`/papers/seed002`):
     ``T`` steps ``w <- w - eta (grad L(w) + alpha w)`` from ``w = 0`` with
     ``eta = 1/(beta + 2 alpha)`` move, under replace-one with public ``n``, by at
     most ``Delta_T = (2 G / (n alpha)) (1 - (1 - eta alpha)^T)``, where ``G`` is the
     per-example gradient bound of the data loss. The L2 penalty covers every
-    coordinate, the intercept column included (reviewer correction of 1.5).
+    coordinate, the intercept column included (the strongly convex
+    sensitivity needs strong convexity in every coordinate).
     For the squared loss, iterates are projected onto the public ball
     ``||w|| <= M`` (projection is non-expansive, so the recursion is
     unchanged) and per-example gradients are clipped to ``G`` (``DPRidge``
@@ -49,7 +50,7 @@ class OutputPerturbation(Solver):
 
     Noise: ``delta = 0`` adds L2-Laplace noise of scale ``Delta_T/epsilon``
     (pure epsilon-DP); ``delta > 0`` adds Gaussian noise from the analytic
-    calibration (the card's suggestion 1; the paper's ``sqrt(2 ln(2/delta))``
+    calibration (Balle-Wang 2018; the paper's ``sqrt(2 ln(2/delta))``
     constant is looser). ``T = max_iter`` is fixed in advance; no early stop.
 
     ``solver_options={"secure_noise": True}`` (``delta > 0``) releases the
@@ -57,14 +58,15 @@ class OutputPerturbation(Solver):
     grid and perturbed with the exact discrete Gaussian
     (:func:`skdp.privacy.discrete.secure_gaussian_release`), priced as
     ``rho``-zCDP with ``rho`` the largest value the accountant converts to the
-    target (``privacy_core.md`` section 3) and the rounding's cost added to the
+    target (the tight conversion of Canonne-Kamath-Steinke 2020, Cor. 13) and the rounding's cost added to the
     sensitivity. About 20% more noise than the analytic Gaussian at epsilon = 1.
     """
 
     name = "output_pert"
     source = 'Zhang, Zheng, Mou, Wang 2017, Alg. 1'
     defaults = 'T = 40 GD steps, step 1/(beta + 2 alpha)'
-    card = "seed002_output_perturbation.md, section 1 (Alg. 1), tight sensitivity of 1.4(2)"
+    card = "Alg. 1 with the tight replace-one sensitivity of T GD steps, analytic Gaussian or L2-Laplace noise"
+    reference = "doc/papers/seed002.rst"
     losses = ("logistic", "multinomial", "squared")
     pure_dp = True
     needs_strong_convexity = True
@@ -132,11 +134,11 @@ class OutputPerturbation(Solver):
 class ObjectivePerturbation(Solver):
     """``obj_pert``: objective perturbation, replace-one calibration.
 
-    Card: ``seed003_private_sco.md`` section 4 (Alg. 2) with both reviewer
-    corrections of section 4.4, and the override in
-    ``../shared/algorithms/README.md``: under replace-one a swap moves one
+    Bassily, Feldman, Talwar and Thakurta 2019, Alg. 2 (Kifer, Smith and
+    Thakurta 2012; Chaudhuri, Monteleoni and Sarwate 2011 for pure epsilon),
+    recalibrated for replace-one (see :doc:`/papers/seed003`): a swap moves one
     per-example gradient by ``2 zeta``, so the printed KST12/BFTT constants
-    (add/remove) are **not** private here. We release the exact minimiser of
+    (a change of ``zeta``, i.e. add/remove) are **not** private here. We release the exact minimiser of
     ``(1/n) sum phi + ((alpha + extra)/2) ||w||^2 + <b, w>/n`` where
 
     * ``delta > 0``: ``b ~ N(0, sigma^2 I)``, sigma and the extra L2 strength
@@ -174,7 +176,8 @@ class ObjectivePerturbation(Solver):
     name = "obj_pert"
     source = 'Bassily, Feldman, Talwar, Thakurta 2019, Alg. 2 (KST12 / CMS11)'
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'
-    card = "seed003_private_sco.md, section 4 (Alg. 2), reviewer corrections of 4.4 and 4.5"
+    card = "Alg. 2 recalibrated for replace-one (gradient change 2 zeta, Jacobian term), exact minimiser on the ball for squared loss"
+    reference = "doc/papers/seed003.rst"
     losses = ("logistic", "multinomial", "squared")
     pure_dp = True
     summary = "objective perturbation (KST12 / CMS11), replace-one constants"
@@ -342,30 +345,34 @@ def _ridge_on_ball(X, y, lam, lin, radius):
 class ObjectivePerturbationSVRG(ObjectivePerturbation):
     """``obj_pert_svrg``: approximately minimised objective perturbation plus a small output noise.
 
-    Card: ``seed003_private_sco.md`` section 5 ([RECONSTRUCTED], "efficient
-    objective perturbation") with its reviewer correction. The budget is split
+    Bassily, Feldman, Talwar and Thakurta 2019, section 5 ("efficient
+    objective perturbation", whose details the paper defers to its full
+    version), reconstructed for skdp along the lines of the approximate minima
+    perturbation of Iyengar et al. 2019 (see :doc:`/papers/seed003`). The budget is split
     ``eps1 = eps/2``, ``eps2 = eps/4``, ``delta1 = delta / (2 e^eps2)``,
     ``delta2 = delta / (2 (1 + e^(eps1 + eps2)))``. The perturbed objective
     ``J(w) = mean loss + ((alpha + extra)/2)||w||^2 + <b, w>/n`` is drawn with
-    ``obj_pert``'s replace-one calibration at ``(eps1, delta1)`` (README
-    decision: one implementation for all objective perturbation), minimised by
+    ``obj_pert``'s replace-one calibration at ``(eps1, delta1)`` (one
+    implementation for all objective perturbation), minimised by
     mini-batch SVRG **until the certificate** ``||grad J(w~)|| <= (alpha +
     extra) r`` holds (so ``||w~ - w_hat|| <= r`` by strong convexity; an
     uncertified point is never released: if SVRG's epoch cap is hit, an exact
     solver finishes, and failing that the fit raises). The output is
     ``w~ + N(0, s2^2 I)`` with ``s2`` the analytic Gaussian std for
-    sensitivity ``r`` at ``(eps2, delta2)``. The chained argument of card 5.4
-    gives ``(eps1 + 2 eps2, delta2 + e^eps2 delta1 + e^(eps1+eps2) delta2)``
+    sensitivity ``r`` at ``(eps2, delta2)``. The chained argument
+    ``w_out(S) ~ M0(S) ~ M0(S') ~ w_out(S')``, with ``M0`` the exact perturbed
+    minimiser plus the same output noise, gives ``(eps1 + 2 eps2, delta2 + e^eps2 delta1 + e^(eps1+eps2) delta2)``
     = ``(eps, delta)``, priced as one ``ApproxDPEvent``. ``r = eps2 M /
     (sqrt(n d) sqrt(2 ln(1.25/delta2)))`` with the public scale
     ``M = sqrt(2 ln 2 / (alpha + extra))``. The number of SVRG epochs depends
     on the data and is not reported. ``delta = 0`` and the squared loss are
-    not supported (reviewer correction: the certificate needs ``W = R^d`` and a
-    global Lipschitz bound). Binary logistic only.
+    not supported (the certificate needs ``W = R^d`` and a global Lipschitz
+    bound). Binary logistic only.
     """
 
     name = "obj_pert_svrg"
-    card = "seed003_private_sco.md, section 5 (reconstructed) with its reviewer correction"
+    card = "Sec. 5 reconstructed: certified SVRG solve of the replace-one objective perturbation, then output noise, chained"
+    reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 5 (efficient objective perturbation)"
     losses = ("logistic",)
     pure_dp = False
@@ -391,7 +398,7 @@ class ObjectivePerturbationSVRG(ObjectivePerturbation):
 
     @staticmethod
     def chained(eps1, eps2, d1, d2):
-        """Card 5.4: the (epsilon, delta) of the chained argument."""
+        """The (epsilon, delta) of the chained argument (see the class docstring)."""
         return eps1 + 2 * eps2, d2 + np.exp(eps2) * d1 + np.exp(eps1 + eps2) * d2
 
     def plan(self, problem, budget):

@@ -1,4 +1,4 @@
-"""Poisson-sampled noisy SGD: ``noisy_sgd`` and ``nsgd_moreau`` (``seed003_private_sco.md``)."""
+"""Poisson-sampled noisy SGD: ``noisy_sgd`` and ``nsgd_moreau`` (Bassily, Feldman, Talwar, Thakurta 2019)."""
 
 import math
 from functools import lru_cache
@@ -25,19 +25,20 @@ def _noise_multiplier(q, T, epsilon, delta, relation):
 class NoisySGD(Solver):
     """``noisy_sgd``: multi-pass noisy projected SGD with Poisson sampling, averaged iterate.
 
-    Card: ``seed003_private_sco.md`` section 1 (Alg. 1, ``A_NSGD``) with the
-    card's own correction of its privacy step (1.4 "What to implement") and
-    the library decision on subsampled solvers: the paper's fixed-size,
-    with-replacement batches and its constant ``8`` are **not** priced by any
-    accountant under replace-one, so each step includes every row
+    Bassily, Feldman, Talwar and Thakurta 2019, Alg. 1 (``A_NSGD``), with its
+    privacy step replaced (see :doc:`/papers/seed003`): the paper's Thm 3.1
+    appeals to the moments accountant (Abadi et al. 2016, Thm 1), whose
+    constants are unspecified, and its fixed-size, with-replacement batches and
+    its constant ``8`` are **not** priced by any accountant under replace-one,
+    so each step includes every row
     independently with probability ``q = m/n`` (Poisson), sums the
     per-example gradients clipped to ``G`` and divides by the public expected
     size ``m``; the Gaussian noise on that mean has std ``z G / m`` with the
     noise multiplier ``z`` calibrated by the shared RDP accountant for the
-    replace-one Poisson mixture pair (``privacy_core.md`` section 4) over the
+    replace-one Poisson mixture pair (:doc:`/user_guide/accounting`) over the
     ``T`` steps actually run. Iterates are projected on the L2 ball of radius
     ``M``; the output is the average of ``w_1 .. w_T``. The L2 penalty enters
-    as the exact term ``alpha w`` (card 1.2 suggestion).
+    as the exact, data-independent term ``alpha w``.
 
     Defaults (Thm 3.2): ``T = min(n/8, eps^2 n^2 / (32 d ln(1/delta)))``,
     capped at 2000 steps for run time (skdp; ``max_iter`` overrides),
@@ -49,7 +50,8 @@ class NoisySGD(Solver):
     """
 
     name = "noisy_sgd"
-    card = "seed003_private_sco.md, section 1 (Alg. 1), Poisson sampling per 1.4 and README decisions"
+    card = "Alg. 1 on Poisson batches, noise multiplier calibrated by the replace-one RDP accountant"
+    reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Alg. 1"
     geometry = "l2"
     losses = ("logistic", "squared", "hinge")
@@ -121,22 +123,23 @@ class NoisySGD(Solver):
 class NoisySGDMoreau(NoisySGD):
     """``nsgd_moreau``: ``noisy_sgd`` on the Moreau envelope of a non-smooth loss (hinge).
 
-    Card: ``seed003_private_sco.md`` section 2 (Thm 4.4) with the card's
-    suggestion 2.3: the **unconstrained** envelope
+    Bassily, Feldman, Talwar and Thakurta 2019, section 4 (Thm 4.4), with the
+    **unconstrained** envelope (see :doc:`/papers/seed003`): the envelope
     ``f_beta(w) = min_v f(v) + (beta/2)||w - v||^2`` is convex, ``beta``-smooth and
     ``G``-Lipschitz (its gradient is a subgradient at the prox point), so the
     noise is calibrated to ``G`` (not ``2G``; the constrained envelope of
     Def. 4.1 would need ``2G``). For the hinge loss the envelope gradient has
-    the closed form of section 6.2 (:func:`skdp.losses.moreau_hinge_derivative`),
+    a closed form (:func:`skdp.losses.moreau_hinge_derivative`),
     a Huberised hinge of width ``||x_i||^2 / beta``; it is clipped to ``G``
     anyway (a no-op up to rounding). ``beta = (G/M) min(sqrt(n)/4,
-    eps n / (8 sqrt(d ln(1/delta))))`` (card 2.3 step 1), from public values
+    eps n / (8 sqrt(d ln(1/delta))))`` (the smoothing of Thm 4.4), from public values
     only. Everything else (Poisson sampling, accountant, projection,
     averaging) is ``noisy_sgd``.
     """
 
     name = "nsgd_moreau"
-    card = "seed003_private_sco.md, section 2 (Thm 4.4), unconstrained envelope of 2.3, closed form 6.2"
+    card = "Thm 4.4 with the unconstrained Moreau envelope (G-Lipschitz, not 2G) in closed form"
+    reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 4 (Thm 4.4)"
     losses = ("hinge",)
     summary = "noisy SGD on the Moreau envelope of the hinge loss (closed-form prox), Poisson sampling"

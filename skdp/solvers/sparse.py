@@ -1,8 +1,9 @@
 """Sparse DP solvers: ``dp_ight``, ``dpsl_kt``, ``dp_fw_l1``, ``two_stage``.
 
-All four follow ``../shared/algorithms/seed004_sparse_dp_ight_dpsl_kt.md`` in the
-rigorous form its reviewer corrections give, for **replace-one** neighbours
-with ``n`` public. Each declares what it releases as events, and the shared
+All four follow chapters 2-3 of Wang 2021 (dissertation) and the baselines it
+compares against (Talwar-Thakurta-Zhang 2015, Kifer-Smith-Thakurta 2012), in
+the rigorous form described on the documentation page :doc:`/papers/seed004`,
+for **replace-one** neighbours with ``n`` public. Each declares what it releases as events, and the shared
 accountant (:mod:`skdp.privacy.accounting`) prices and calibrates them.
 
 They work on a :class:`SparseProblem`: features clipped coordinate-wise to
@@ -15,7 +16,7 @@ uses (L2 for ``dp_ight`` and the ``dpsl_kt`` teacher, L-infinity for
 gradient of a convex (Huber-type) surrogate, so every argument that needs
 convexity still holds.
 
-The non-private :func:`ight` (card section 2) is a reference and a
+The non-private :func:`ight` (Wang 2021, ch. 3, Alg. 3) is a reference and a
 subroutine; it is never registered as a solver and never reports a privacy
 guarantee.
 """
@@ -132,7 +133,7 @@ class SparseProblem:
 def ight(gradient, p, n_nonzero, learning_rate, max_iter, free=None, coef_init=None, noise=None, tol=None):
     """Iterative gradient hard thresholding, ``w <- H_s(w - eta (grad(w) + u_t))``.
 
-    Card ``seed004_sparse_dp_ight_dpsl_kt.md`` section 2 (Alg. 3). **Not
+    Wang 2021 (dissertation), ch. 3, Alg. 3. **Not
     private** by itself: with ``noise=None`` it is the non-private IGHT used as
     a reference, inside ``two_stage``'s per-block selection and as the
     ``dpsl_kt`` student (post-processing of a private release). ``dp_ight``
@@ -211,12 +212,12 @@ def _sparse_solvers():
 class DPIGHT(_SparseSolver):
     """``dp_ight``: DP iterative gradient hard thresholding, corrected noise.
 
-    Card: ``seed004_sparse_dp_ight_dpsl_kt.md`` section 1 (Ch. 2, Alg. 1) with the
-    reviewer correction of section 1.3. Each of ``T`` steps releases the mean of
-    the per-example gradients, each clipped to L2 norm ``G`` (section 1.5), plus
+    Wang 2021 (dissertation), ch. 2, Alg. 1, with the noise recalibrated for
+    replace-one (see :doc:`/papers/seed004`). Each of ``T`` steps releases the mean of
+    the per-example gradients, each clipped to L2 norm ``G``, plus
     ``N(0, sigma^2 I)``; then ``w <- H_s(w - eta (g + u))``. Under replace-one
     the clipped mean moves by at most ``2G/n``, so the ``T`` steps are exactly
-    ``mu``-GDP with ``mu = 2G sqrt(T)/(n sigma)`` (card A5), and ``sigma`` is
+    ``mu``-GDP with ``mu = 2G sqrt(T)/(n sigma)`` (Dong-Roth-Su 2022, Cor. 3.3), and ``sigma`` is
     calibrated by the accountant: ``sigma = 2G sqrt(T)/(n mu*(epsilon, delta))``.
     **The paper's printed sigma (``sigma^2 = T G^2/(n^2 rho)``) is too small by
     sqrt(2) under replace-one** and is not offered.
@@ -229,7 +230,8 @@ class DPIGHT(_SparseSolver):
     name = "dp_ight"
     source = 'Wang 2021 (dissertation), ch. 2, Alg. 1'
     defaults = "T = clip(ceil(2 ln(n eps)), 10, 100), step 1/(phi'' K^2)"
-    card = "seed004_sparse_dp_ight_dpsl_kt.md, section 1 (Alg. 1), reviewer correction of 1.3"
+    card = "Alg. 1 with sigma = 2G sqrt(T)/(n mu*) (the printed sigma is too small by sqrt(2) under replace-one)"
+    reference = "doc/papers/seed004.rst"
     summary = "DP iterative gradient hard thresholding, exact Gaussian-DP calibration"
     option_keys = {}
 
@@ -237,7 +239,7 @@ class DPIGHT(_SparseSolver):
     def default_steps(n, epsilon):
         """``T = min(100, max(10, ceil(2 ln(n epsilon))))`` (tuned on ``benchmarks/sparse_models.py``).
 
-        The card's ``5 ln(n^2 eps^2/(s ln d))`` gives ~80 steps at n = 20,000;
+        ``5 ln(n^2 eps^2/(s ln d))`` (the order of Remark 2.5.9) gives ~80 steps at n = 20,000;
         with the diagonal-curvature step fewer steps reach the same accuracy
         with less noise per step.
         """
@@ -272,7 +274,8 @@ class DPIGHT(_SparseSolver):
 def teacher_sensitivity(clip, n, teacher_alpha, tol):
     """Replace-one L2 sensitivity of the approximate ridge teacher, ``2G/(n lambda) + 2 tau``.
 
-    Card section 3.4b: the exact minimiser of a ``lambda``-strongly convex
+    The standard strong-convexity argument (see :doc:`/papers/seed004`): the
+    exact minimiser of a ``lambda``-strongly convex
     objective whose per-example gradients are bounded by ``G`` moves by at most
     ``2G/(n lambda)`` when one row is replaced; stopping at gradient norm
     ``<= lambda tau`` puts the returned point within ``tau`` of it on both
@@ -285,11 +288,11 @@ def teacher_sensitivity(clip, n, teacher_alpha, tol):
 class DPSLKT(_SparseSolver):
     """``dpsl_kt``: sparse learning by knowledge transfer, rigorous ridge teacher.
 
-    Card: ``seed004_sparse_dp_ight_dpsl_kt.md`` section 3 (Ch. 3, Alg. 2) in the
-    rigorous form of section 3.4b. **The paper's l0-constrained teacher has no
-    worst-case privacy guarantee** (section 3.4a: its minimiser can jump
-    between supports when one row changes; the card's counterexample is a
-    regression test), so it is not offered. Here:
+    Wang 2021 (dissertation), ch. 3, Alg. 2, with skdp's rigorous teacher (see
+    :doc:`/papers/seed004`). **The paper's l0-constrained teacher has no
+    worst-case privacy guarantee** (its minimiser can jump between supports
+    when one row changes, so the stability bound of eq. 3.6.3 fails; a
+    counterexample is a regression test), so it is not offered. Here:
 
     1. Teacher: ``theta_hat ~ argmin (1/n) sum phi~(<w, x_i>, y_i) + (lambda/2)||w||^2``
        over all of R^p, where ``phi~`` has its per-example gradients clipped to
@@ -312,11 +315,11 @@ class DPSLKT(_SparseSolver):
        teacher's logit coefficients. The teacher is never stored.
 
     ``solver_options``: ``teacher_alpha`` (``lambda``; default
-    ``sqrt(G sqrt(s ln p ln(1/delta)) / (n epsilon))``, card 3.6 with ``C = 1``),
+    ``sqrt(G sqrt(s ln p ln(1/delta)) / (n epsilon))``, Thm 3.3.5's order with constant 1),
     ``n_synthetic`` (``m``; default ``max(n, ceil(10 s ln p))`` capped so that
-    ``m p <= 5e7``: the student's error does not depend on ``m``, card 3.4),
-    ``synthetic_features`` (``"uniform"``: i.i.d. ``U(-K, K)``, the card's
-    default; or a public array of shape ``(m, n_features)`` that must not come
+    ``m p <= 5e7``: with isotropic synthetic features the student's noise-driven
+    error does not depend on ``m``), ``synthetic_features`` (``"uniform"``:
+    i.i.d. ``U(-K, K)``, like the paper's ``U(-1, 1)``; or a public array of shape ``(m, n_features)`` that must not come
     from the private data), ``teacher_tol`` (``tau`` relative to
     ``G/(n lambda)``, default 1e-3) and ``student_max_iter`` (default 200).
     """
@@ -324,7 +327,8 @@ class DPSLKT(_SparseSolver):
     name = "dpsl_kt"
     source = 'Wang 2021 (dissertation), ch. 3, Alg. 2 (ridge teacher)'
     defaults = 'uniform synthetic features, ridge teacher, IGHT student'
-    card = "seed004_sparse_dp_ight_dpsl_kt.md, section 3 (Alg. 2), rigorous teacher of 3.4b"
+    card = "Alg. 2 with a certified ridge teacher in place of the l0 teacher (which has no worst-case guarantee)"
+    reference = "doc/papers/seed004.rst"
     summary = "knowledge transfer: private ridge teacher -> noisy synthetic labels -> IGHT student"
     option_keys = {
         "teacher_alpha": "ridge strength lambda of the teacher",
@@ -451,9 +455,9 @@ class DPSLKT(_SparseSolver):
 class DPFrankWolfeL1(_SparseSolver):
     """``dp_fw_l1``: private Frank-Wolfe over the L1 ball (TTZ15 baseline), Gumbel selection.
 
-    Card: ``seed004_sparse_dp_ight_dpsl_kt.md`` section 4 ([RECONSTRUCTED] from
-    Talwar-Thakurta-Zhang 2015) with the reviewer correction of 4.4, which
-    this implements as its default: **TTZ15's Laplace scale cannot be certified
+    Talwar, Thakurta and Zhang 2015, Alg. 2 (polytope case; the dissertation
+    uses it as a baseline without restating it), with skdp's selection (see
+    :doc:`/papers/seed004`): **TTZ15's Laplace scale cannot be certified
     under replace-one** and is not offered. Start at 0; at each of ``T`` steps
     score the ``2p`` vertices ``+-r e_j`` by ``-<v, g>`` where ``g`` is the mean
     of the per-example gradients clipped to L-infinity norm ``L1``; pick one by
@@ -472,7 +476,8 @@ class DPFrankWolfeL1(_SparseSolver):
     name = "dp_fw_l1"
     source = 'Talwar, Thakurta, Zhang 2015 (baseline in Wang 2021)'
     defaults = 'T = 2s selections, L1 radius s/K, then H_s'
-    card = "seed004_sparse_dp_ight_dpsl_kt.md, section 4 (TTZ15), reviewer correction of 4.4"
+    card = "TTZ15 with Gumbel report-noisy-max composed by the accountant (its Laplace scale is not certified)"
+    reference = "doc/papers/seed004.rst"
     summary = "noisy Frank-Wolfe on the L1 ball with Gumbel report-noisy-max"
     pure_dp = True
     clip_order = np.inf
@@ -518,9 +523,9 @@ class DPFrankWolfeL1(_SparseSolver):
 class TwoStage(_SparseSolver):
     """``two_stage``: private support selection, then objective perturbation on it (KST12 baseline).
 
-    Card: ``seed004_sparse_dp_ight_dpsl_kt.md`` section 5 ([RECONSTRUCTED] from
-    Kifer-Smith-Thakurta 2012) with the library decision that objective
-    perturbation is calibrated for replace-one (``../shared/algorithms/README.md``).
+    Kifer, Smith and Thakurta 2012 (the dissertation's "two stage" baseline,
+    not restated there), with objective perturbation calibrated for
+    replace-one as in ``obj_pert`` (see :doc:`/papers/seed003`).
 
     Budget: ``epsilon/2`` to each stage, ``delta`` to stage 2 (basic
     composition, as the accountant prices it).
@@ -544,7 +549,8 @@ class TwoStage(_SparseSolver):
     name = "two_stage"
     source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
     defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'
-    card = "seed004_sparse_dp_ight_dpsl_kt.md, section 5 (KST12), README decision on objective perturbation"
+    card = "KST12 support selection, then the replace-one objective perturbation of obj_pert"
+    reference = "doc/papers/seed004.rst"
     summary = "subsample-and-aggregate support selection + objective perturbation on the support"
     clip_order = None
     option_keys = {"n_blocks": "number k of disjoint blocks", "coef_norm": "radius R (squared loss)"}

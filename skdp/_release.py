@@ -1,0 +1,224 @@
+"""The part of every private fit that is the same for all skdp estimators.
+
+Each estimator's ``fit`` follows one protocol:
+
+1. :func:`charge` -- before the data is touched, the events the fit will
+   release (``estimator.planned_events(n, d)``, computed from public
+   quantities only) are charged to the explicit or active
+   :class:`~skdp.PrivacyLedger`, together with the fit's noise source;
+2. the estimator bounds the data and runs its mechanism (a solver, a scaler's
+   noisy statistics, a secure aggregation);
+3. :func:`release` -- the accountant prices the events that ran and the
+   privacy attributes are set, the same way for every estimator:
+   ``privacy_events_``, ``accountant_``, ``privacy_nominal_``,
+   ``privacy_spent_`` (``epsilon=inf`` when a bound was read from the data),
+   ``noise_scale_`` and, for solvers, ``solver_``, ``n_iter_``,
+   ``solver_info_``; exact statistics of the data go to
+   :mod:`skdp.diagnostics`, never onto the model.
+
+The label-set rules of the classifiers (:func:`check_class_set`,
+:func:`fit_classes`) and their predictions (:class:`LinearClassifierMixin`)
+live here too, so they are written once.
+"""
+
+import math
+import warnings
+
+import numpy as np
+from scipy import special
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+
+from . import diagnostics
+from ._random import noise_source
+from .exceptions import PrivacyLeakWarning
+from .privacy import PrivacyBudget, active_ledger, price
+
+__all__ = ["charge", "release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
+           "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
+
+
+def charge(estimator, X, privacy_ledger, **plan_kwargs):
+    """Charge ``estimator``'s planned fit on ``X`` to the explicit or active ledger.
+
+    Runs before any row is read: only the shape of ``X`` (public: n and d) is
+    used. Returns the planned events, or ``None`` when there is no ledger.
+    """
+    ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
+    if ledger is None:
+        return None
+    planned = estimator.planned_events(_num_samples(X), _num_features(X), **plan_kwargs)
+    solver = getattr(estimator, "solver", getattr(estimator, "mechanism", None))
+    label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
+    ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
+    return planned
+
+
+def release(estimator, events, *, derived, noise_scale, result=None, solver=None, n_clipped=None,
+            **diagnostic_values):
+    """Price ``events`` and set the privacy attributes of a fitted ``estimator``.
+
+    Parameters
+    ----------
+    estimator : the fitted skdp estimator
+    events : list of privacy events, in the order they ran (bound selections first)
+    derived : bool
+        Whether a privacy-relevant bound was read from the data: ``privacy_spent_``
+        is then ``epsilon=inf`` (``privacy_nominal_`` keeps the accountant's price).
+    noise_scale : float or ndarray
+        The noise's standard deviation (Gaussian), scale (Laplace, L2-Laplace)
+        or Gumbel scale (selections), one per released statistic where they differ.
+    result : SolverResult or None
+        Sets ``solver_info_`` and ``n_iter_``, and its non-private diagnostics.
+    solver : Solver or None
+        Sets ``solver_``.
+    n_clipped : int or None
+        Rows clipped to the norm bound (a non-private diagnostic).
+    **diagnostic_values
+        Further non-private diagnostics (kept by :mod:`skdp.diagnostics`).
+    """
+    report = price(list(events), estimator.delta)
+    estimator.privacy_events_ = list(events)
+    estimator.accountant_ = report.method
+    estimator.privacy_nominal_ = report.budget
+    estimator.privacy_spent_ = PrivacyBudget(math.inf, estimator.delta) if derived else report.budget
+    estimator.noise_scale_ = float(noise_scale) if np.ndim(noise_scale) == 0 else np.asarray(noise_scale, float)
+    if solver is not None:
+        estimator.solver_ = solver.name
+    found = {} if n_clipped is None else {"n_rows_clipped": int(n_clipped)}
+    if result is not None:
+        estimator.n_iter_ = int(result.n_iter)
+        estimator.solver_info_ = dict(result.info)
+        found.update(result.diagnostics)
+    diagnostics.record(estimator, **found, **diagnostic_values)
+    if getattr(estimator, "verbose", 0):
+        print(f"[{type(estimator).__name__}] "
+              + (f"solver={solver.name} " if solver is not None else "")
+              + f"noise_scale={np.array2string(np.asarray(estimator.noise_scale_), precision=4)} "
+              f"privacy_spent={estimator.privacy_spent_} "
+              f"({report.method})")
+    return report
+
+
+def warn_derived(name, value, stacklevel=4):
+    """Warn that a privacy-relevant bound was read from the data (the guarantee is void)."""
+    warnings.warn(
+        f"{name} was not given, so it was read from the data ({value!r}). This leaks "
+        "information and voids the privacy guarantee (privacy_spent_.epsilon is inf). "
+        f"Pass {name} explicitly to get a real guarantee.",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _binary_message(estimator, why):
+    return f"{type(estimator).__name__} is binary{why}"
+
+
+def check_class_set(estimator, binary=False, why=""):
+    """The public class set ``estimator.classes`` as a sorted array, or ``None`` if it is not given.
+
+    Called before any data is read. Raises ``ValueError`` for repeated labels,
+    fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
+    the binary message (e.g. the proof that does not cover more classes).
+    """
+    if estimator.classes is None:
+        return None
+    given = np.asarray(estimator.classes)
+    classes = np.unique(given)
+    if classes.size < 2:
+        raise ValueError(f"classes must hold at least 2 labels, got {estimator.classes!r}.")
+    if classes.size != given.size:
+        raise ValueError(f"classes must not repeat labels, got {estimator.classes!r}.")
+    if binary and classes.size != 2:
+        raise ValueError(_binary_message(estimator, why)
+                         + f": classes must hold exactly 2 labels, got {estimator.classes!r}.")
+    return classes
+
+
+def fit_classes(estimator, y, binary=False, why=""):
+    """``(classes_, derived)`` for a fit on labels ``y``, and sets ``estimator.classes_``.
+
+    With public ``classes`` every label of ``y`` must be in it. With
+    ``classes=None`` the set is read from the data, which is warned
+    (:class:`~skdp.PrivacyLeakWarning`) and voids the guarantee (``derived``).
+    """
+    check_classification_targets(y)
+    classes = check_class_set(estimator, binary, why)
+    derived = classes is None
+    if derived:
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                "This solver needs samples of at least 2 classes in the data, but the data "
+                f"contains only one class: {classes[0]!r}. Pass the public class set as classes=."
+            )
+        if binary and classes.size > 2:
+            raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}; "
+                             f"got {classes.size} classes.")
+        warn_derived("classes", classes.tolist(), stacklevel=4)
+    else:
+        unknown = np.setdiff1d(np.unique(y), classes)
+        if unknown.size:
+            raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+    estimator.classes_ = classes
+    return classes, derived
+
+
+def linear_scores(estimator, X):
+    """``X @ coef_.T + intercept_`` of a fitted linear model (dense or CSR ``X``), validated like sklearn."""
+    check_is_fitted(estimator)
+    X = validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+    coef = np.asarray(estimator.coef_)
+    return np.asarray(X @ coef.T) + estimator.intercept_
+
+
+class LinearRegressorMixin:
+    """``predict`` of a linear regressor."""
+
+    def predict(self, X):
+        """Predicted targets."""
+        return linear_scores(self, X)
+
+
+class LinearClassifierMixin:
+    """``decision_function`` and ``predict`` of a fitted linear classifier.
+
+    ``coef_`` of shape (n_features,), (1, n_features) or (n_classes, n_features); binary
+    scores are flattened to (n_samples,) as in scikit-learn.
+    """
+
+    def decision_function(self, X):
+        """Signed scores: shape (n_samples,) for binary, (n_samples, n_classes) otherwise."""
+        Z = linear_scores(self, X)
+        return Z.ravel() if Z.ndim == 1 or Z.shape[1] == 1 else Z
+
+    def predict(self, X):
+        """Predicted class labels."""
+        Z = self.decision_function(X)
+        idx = (Z > 0).astype(int) if Z.ndim == 1 else np.argmax(Z, axis=1)
+        return self.classes_[idx]
+
+
+
+class ProbabilisticClassifierMixin(LinearClassifierMixin):
+    """Adds ``predict_proba`` / ``predict_log_proba``: the sigmoid for binary, softmax for
+    multinomial, normalised one-vs-rest sigmoids when ``multi_class_ == "ovr"``."""
+
+    def _ovr(self):
+        return getattr(self, "multi_class_", None) == "ovr"
+
+    def predict_proba(self, X):
+        """Class probabilities (sigmoid for binary, softmax for multinomial, normalised one-vs-rest)."""
+        Z = self.decision_function(X)
+        if Z.ndim == 1:
+            p1 = special.expit(Z)
+            return np.column_stack([1 - p1, p1])
+        if self._ovr():
+            P = special.expit(Z)
+            return P / P.sum(axis=1, keepdims=True)
+        return special.softmax(Z, axis=1)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (as scikit-learn's ``LogisticRegression`` computes it)."""
+        return np.log(self.predict_proba(X))

@@ -1,0 +1,156 @@
+"""One fit protocol for every estimator: charge the plan, release, price; the same privacy attributes.
+
+Every skdp estimator (the multi-party one included) charges ``planned_events(n, d)`` to a ledger before
+the data is read, and after the fit reports what ran in the same attributes. These tests hold every
+estimator to that, so a new estimator that sets its attributes by hand, or forgets the ledger, fails here.
+"""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_classifier
+
+from skdp import (
+    DPLasso,
+    DPLinearSVC,
+    DPLogisticRegression,
+    DPMinMaxScaler,
+    DPRidge,
+    DPSparseLinearRegression,
+    DPSparseLogisticRegression,
+    DPStandardScaler,
+    PrivacyLedger,
+    fit_diagnostics,
+)
+from skdp.distributed import MultiPartyDPLogisticRegression
+from skdp.privacy import price
+
+PRIVACY_ATTRIBUTES = {"privacy_spent_", "privacy_nominal_", "privacy_events_", "accountant_", "noise_scale_",
+                      "noise_source_"}
+
+MODELS = [
+    DPLogisticRegression(classes=[0, 1]),
+    DPLogisticRegression(classes=[0, 1, 2]),
+    DPLogisticRegression(classes=[0, 1], data_norm=2.0, solver="obj_pert"),
+    DPRidge(label_bound=(-3, 3)),
+    DPRidge(label_bound="auto"),
+    DPLasso(label_bound=(-3, 3)),
+    DPLinearSVC(classes=[0, 1]),
+    DPSparseLinearRegression(n_nonzero_coefs=2, label_bound=(-3, 3)),
+    DPSparseLogisticRegression(n_nonzero_coefs=2, classes=[0, 1]),
+    MultiPartyDPLogisticRegression(classes=[0, 1], n_parties=3),
+    MultiPartyDPLogisticRegression(classes=[0, 1], mechanism="mpc_output_pert", n_parties=4),
+]
+SCALERS = [DPStandardScaler(bounds=(-3, 3)), DPMinMaxScaler(bounds=(-3, 3))]
+
+
+def _data(est, n=300, d=4, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-1, 1, (n, d)) / 2
+    k = len(getattr(est, "classes", None) or [0, 1])
+    if is_classifier(est):
+        y = (X[:, 0] > 0).astype(int) if k == 2 else np.digitize(X[:, 0], [-1 / 6, 1 / 6])
+    else:
+        y = 2 * X[:, 0] - X[:, 1] + 0.1 * rng.randn(n)
+    return X, y
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_every_estimator_reports_the_same_privacy_attributes(est):
+    X, y = _data(est)
+    fitted = clone(est).fit(X, y)
+    missing = PRIVACY_ATTRIBUTES - set(vars(fitted))
+    assert not missing, f"{type(est).__name__} lacks {sorted(missing)}"
+    report = price(fitted.privacy_events_, fitted.delta)
+    assert fitted.accountant_ == report.method
+    assert fitted.privacy_nominal_ == report.budget == fitted.privacy_spent_
+    assert fitted.privacy_spent_.epsilon <= fitted.epsilon * (1 + 1e-9)
+    assert np.all(np.asarray(fitted.noise_scale_) > 0) and fitted.noise_source_ == "os-entropy"
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_the_ledger_is_charged_the_plan_before_the_data_is_read(est):
+    X, y = _data(est)
+    planned = clone(est).planned_events(*X.shape)
+    assert planned, "a fit with public bounds has a finite plan"
+    ledger = PrivacyLedger(100.0, est.delta)
+    with ledger:
+        fitted = clone(est).fit(X, y)
+    assert ledger.n_fits == 1
+    assert ledger.spent().epsilon == pytest.approx(price(planned, fitted.delta).budget.epsilon, rel=1e-9)
+    # what ran is priced like what was planned (equal events where no bound is chosen privately)
+    assert price(fitted.privacy_events_, fitted.delta).budget.epsilon == pytest.approx(
+        price(planned, fitted.delta).budget.epsilon, rel=1e-9)
+    # a ledger too small refuses the fit before any row is read (X of the wrong type would fail validation)
+    with PrivacyLedger(1e-3, est.delta), pytest.raises(Exception, match="budget|exceed"):
+        clone(est).fit(X, y)
+
+
+def test_multi_party_plan_uses_the_public_party_sizes():
+    X, y = _data(MODELS[-2], n=400)
+    parties = np.repeat([0, 1, 2], [50, 150, 200])  # the smallest party (50 rows) sets the sensitivity
+    est = MultiPartyDPLogisticRegression(classes=[0, 1], max_iter=3)
+    planned = est.planned_events(400, 4, parties=parties)
+    equal = est.planned_events(400, 4)  # 2 contiguous blocks of 200
+    assert planned[0].sensitivity > equal[0].sensitivity
+    fitted = clone(est).fit(X, y, parties=parties)
+    assert fitted.privacy_events_ == list(planned)
+    ledger = PrivacyLedger(50.0, est.delta)
+    clone(est).fit(X, y, parties=parties, privacy_ledger=ledger)
+    assert ledger.spent().epsilon == pytest.approx(fitted.privacy_spent_.epsilon, rel=1e-9)
+    assert MultiPartyDPLogisticRegression().planned_events(400, 4) is None  # classes read from the data
+
+
+@pytest.mark.parametrize("est", [DPLogisticRegression(), DPLinearSVC(), DPSparseLogisticRegression(),
+                                 MultiPartyDPLogisticRegression()], ids=lambda e: type(e).__name__)
+def test_a_class_set_read_from_the_data_voids_the_guarantee_everywhere(est):
+    X, y = _data(est)
+    with pytest.warns(Warning, match="classes was not given"):
+        fitted = clone(est).fit(X, y)
+    assert math.isinf(fitted.privacy_spent_.epsilon) and math.isfinite(fitted.privacy_nominal_.epsilon)
+
+
+@pytest.mark.parametrize("est", [DPLogisticRegression, DPLinearSVC, DPSparseLogisticRegression,
+                                 MultiPartyDPLogisticRegression], ids=lambda e: e.__name__)
+@pytest.mark.parametrize("classes, match", [([0, 0, 1], "repeat"), ([1], "at least 2")])
+def test_class_set_rules_are_the_same_for_every_classifier(est, classes, match):
+    X, y = _data(est())
+    with pytest.raises(ValueError, match=match):
+        est(classes=classes).fit(X, y)
+    with pytest.raises(ValueError, match="not in classes"):
+        est(classes=[0, 5]).fit(X, y)
+
+
+@pytest.mark.parametrize("est", [DPLinearSVC, DPSparseLogisticRegression, MultiPartyDPLogisticRegression],
+                         ids=lambda e: e.__name__)
+def test_binary_only_classifiers_say_so_before_reading_the_data(est):
+    with pytest.raises(ValueError, match="binary"):
+        est(classes=[0, 1, 2]).fit(np.zeros((9, 2)), np.zeros(9))  # refused on the parameter alone
+
+
+@pytest.mark.parametrize("est", MODELS, ids=lambda e: type(e).__name__)
+def test_no_exact_statistic_travels_with_the_model(est):
+    X, y = _data(est)
+    X[::5] *= 20  # some rows above every bound used above
+    fitted = clone(est).fit(X, y)
+    assert "n_rows_clipped" in fit_diagnostics(fitted)
+    assert not [k for k in vars(fitted) if "clipped" in k or "residual" in k]
+    assert fit_diagnostics(pickle.loads(pickle.dumps(fitted))) == {}
+
+
+@pytest.mark.parametrize("est", [m for m in MODELS if is_classifier(m)], ids=lambda e: type(e).__name__)
+def test_classifier_predictions_are_consistent(est):
+    X, y = _data(est)
+    fitted = clone(est).fit(X, y)
+    scores = fitted.decision_function(X)
+    pred = fitted.predict(X)
+    idx = (scores > 0).astype(int) if scores.ndim == 1 else np.argmax(scores, axis=1)
+    np.testing.assert_array_equal(pred, fitted.classes_[idx])
+    if hasattr(fitted, "predict_proba"):
+        P = fitted.predict_proba(X)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0)
+        np.testing.assert_array_equal(fitted.classes_[np.argmax(P, axis=1)], pred)
+        with np.errstate(divide="ignore"):  # as in sklearn, a probability that underflows to 0 logs to -inf
+            np.testing.assert_allclose(fitted.predict_log_proba(X), np.log(P))
