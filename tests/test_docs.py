@@ -227,3 +227,39 @@ def test_every_solver_cites_its_paper_page():
     for row in list_solvers():
         assert row["source"] and row["card"], row["solver"]
         assert row["reference"].startswith("doc/papers/") and (ROOT / row["reference"]).is_file(), row["solver"]
+
+
+# ----------------------------------------------------------------------------- solver lists vs the registry
+def _estimators_with_solvers():
+    from skdp.solvers import estimator_solvers
+
+    out = []
+    for name in sorted(skdp.__all__):
+        obj = getattr(skdp, name)
+        if inspect.isclass(obj) and estimator_solvers(obj):
+            out.append(obj)
+    return out
+
+
+@pytest.mark.parametrize("est", _estimators_with_solvers(), ids=lambda e: e.__name__)
+def test_docstring_solver_list_is_the_registry(est):
+    """The ``solver : {...}`` line of every estimator's docstring names exactly what it accepts."""
+    from skdp.solvers import estimator_solvers, list_solvers
+
+    match = re.search(r"^\s*solver : \{([^}]*)\}", est.__doc__, flags=re.M)
+    assert match, f"{est.__name__}'s docstring has no 'solver : {{...}}' line"
+    documented = re.findall(r'"([a-z0-9_]+)"', match.group(1))
+    assert documented == ["auto"] + estimator_solvers(est), (
+        f"{est.__name__}'s docstring lists {documented}; the registry gives {['auto'] + estimator_solvers(est)}")
+    defaults = [r["solver"] for r in list_solvers(est) if r["default"]]
+    assert len(defaults) == 1
+    text = " ".join(est.__doc__.split())
+    assert any(f'``"auto"`` {verb} ``"{defaults[0]}"``' in text for verb in ("uses", "is")), (
+        f"{est.__name__}'s docstring does not say that solver='auto' runs {defaults[0]!r}")
+
+
+def test_every_registered_solver_is_reachable_from_an_estimator():
+    from skdp.solvers import SOLVERS, estimator_solvers
+
+    reachable = {s for est in _estimators_with_solvers() for s in estimator_solvers(est)}
+    assert reachable == set(SOLVERS)

@@ -12,7 +12,7 @@ from .._release import release
 from ..bounds import bound_features, row_norms
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
-from ..solvers import SOLVERS, Problem, get_solver
+from ..solvers import SOLVERS, Problem, SolverChoice, get_solver
 
 __all__ = ["DPLinearModel"]
 
@@ -34,7 +34,7 @@ class DPLinearModel(BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "solver": [StrOptions({"auto"} | {n for n, s in SOLVERS.items() if s.constraint is None})],
+        "solver": [SolverChoice(lambda s: s.constraint is None)],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "penalty": [StrOptions({"l2", "nonconvex"})],
         "fit_intercept": ["boolean"],
@@ -55,9 +55,15 @@ class DPLinearModel(BaseEstimator):
     _auto_norm_quantile = 0.5
     _auto_norm_factor = 0.7
 
+    #: what ``solver="auto"`` runs (with ``delta > 0``; see ``_auto_solver``)
+    _default_solver = "dp_gd"
+    #: whether the estimator fits more than two classes with a multinomial solver
+    _multiclass = False
+
     # -- hooks ---------------------------------------------------------------------------
-    def _auto_solver(self, loss_name):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _auto_solver(self, loss_name):
+        """``solver="auto"``: the default, or ``output_pert`` (pure epsilon-DP) when ``delta=0``."""
+        return "output_pert" if self.delta == 0 else self._default_solver
 
     def _clip_mode(self, solver):
         """Per-example gradient clipping used with ``solver`` (see ``_problem``)."""

@@ -5,20 +5,19 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, clipped_design, public_label_range
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
 from ..privacy import PrivacyBudget
-from ..solvers import SOLVERS, Problem, get_solver
+from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge, release
 
 __all__ = ["DPLasso"]
 
-_L1_SOLVERS = {n for n, s in SOLVERS.items() if s.geometry in ("l1", "l1|l2")}
 
 
 class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
@@ -50,7 +49,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         Radius of the L1 ball, in units of the label (the fit is done with
         labels divided by the label bound, and coefficients scaled back).
         Public: tuning it on the private data costs privacy.
-    solver : {"auto", "noisy_sfw", "dp_accmd"}, default="auto"
+    solver : {"auto", "dp_accmd", "noisy_sfw"}, default="auto"
         ``"auto"`` uses ``"noisy_sfw"`` (one pass, vertex selection by
         report-noisy-max: dimension enters only as ``log d``). ``"dp_accmd"``
         runs the entropic L1 geometry with full-batch Gaussian gradients,
@@ -121,7 +120,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "radius": [Interval(Real, 0, None, closed="neither")],
-        "solver": [StrOptions({"auto"} | _L1_SOLVERS)],
+        "solver": [SolverChoice(lambda s: s.geometry in ("l1", "l1|l2") and "squared" in s.losses)],
         "fit_intercept": ["boolean"],
         "feature_bound": [Interval(Real, 0, None, closed="neither")],
         "label_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
@@ -130,6 +129,9 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
+
+    #: what ``solver="auto"`` runs
+    _default_solver = "noisy_sfw"
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, radius=1.0, solver="auto", fit_intercept=True,
                  feature_bound=1.0, label_bound=None, max_iter=None, solver_options=None, random_state=None,
@@ -151,7 +153,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
         check_label_bound(self.label_bound)
-        solver = get_solver("noisy_sfw" if self.solver == "auto" else self.solver)
+        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
         solver.check_options(self.solver_options)
         if "geometry" in (self.solver_options or {}) and self.solver_options["geometry"] != "l1":

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
-from ..solvers import SOLVERS
+from ..solvers import SOLVERS, SolverChoice
 from .._release import ProbabilisticClassifierMixin, charge, check_class_set, fit_classes
 from ._base import DPLinearModel
 
@@ -45,10 +45,16 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         about 10^4-10^5 rows (keep ``delta`` well below ``1/n``). ``delta=0``
         selects a pure epsilon-DP variant (``output_pert`` or ``obj_pert``);
         ``dp_gd`` and ``dp_svrg`` have none and refuse it.
-    solver : {"auto", "dp_gd", "output_pert", "obj_pert", "dp_svrg"}, default="auto"
-        DP optimisation algorithm; see :func:`skdp.list_solvers`. ``"auto"``
-        uses ``"dp_gd"`` (``"output_pert"`` when ``delta=0``), the most accurate
-        at small n in ``benchmarks/bench_utility.py``.
+    solver : {"auto", "dp_accmd", "dp_gd", "dp_lssgd", "dp_srm", "dp_svrg", "dp_svrg_pp", \
+            "noisy_sfw", "noisy_sfw_lp", "noisy_sgd", "obj_pert", "obj_pert_svrg", "output_pert", \
+            "phased_sgd", "rrpsgd"}, default="auto"
+        DP optimisation algorithm; ``list_solvers(DPLogisticRegression)``
+        describes each (source paper, privacy notion, what it needs, whether
+        it fits more than two classes). ``"auto"`` uses ``"dp_gd"``
+        (``"output_pert"`` when ``delta=0``), the most accurate at small n in
+        ``benchmarks/bench_utility.py``. ``obj_pert_svrg`` and the
+        constrained solvers (``dp_accmd``, ``noisy_sfw``, ``noisy_sfw_lp``,
+        ``noisy_sgd``, ``phased_sgd``) are binary only.
     alpha : float, default=0.01
         L2 regularisation on the mean loss. sklearn's ``C`` corresponds to
         ``alpha = 1/(C n)``. ``output_pert`` and ``dp_svrg`` need ``alpha > 0``.
@@ -159,6 +165,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
 
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
+        "solver": [SolverChoice(lambda s: s.constraint is None and "logistic" in s.losses)],
         "classes": ["array-like", None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
@@ -198,8 +205,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, loss_name):
-        return "output_pert" if self.delta == 0 else "dp_gd"
+    _multiclass = True
 
     def _constraint_radius(self, solver, coef_norm):
         if self.coef_norm is not None:

@@ -10,6 +10,7 @@ from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, public_label_range
 from ..losses import SquaredLoss
+from ..solvers import SolverChoice
 from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
 from .. import diagnostics
 from .._random import fit_randomness
@@ -45,8 +46,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Privacy-loss target, > 0.
     delta : float, default=1e-5
         Failure probability in [0, 1); ``delta=0`` needs ``solver="output_pert"``.
-    solver : {"auto", "dp_gd", "output_pert", "obj_pert", "dp_svrg"}, default="auto"
-        ``"auto"`` uses ``"dp_gd"`` (``"output_pert"`` when ``delta=0``).
+    solver : {"auto", "dp_accmd", "dp_gd", "dp_lssgd", "dp_srm", "dp_svrg", "dp_svrg_pp", \
+            "noisy_sfw", "noisy_sfw_lp", "noisy_sgd", "obj_pert", "output_pert", "phased_sgd", \
+            "rrpsgd"}, default="auto"
+        ``list_solvers(DPRidge)`` describes each. ``"auto"`` uses ``"dp_gd"``
+        (``"output_pert"`` when ``delta=0``).
         The gradient solvers (``dp_gd``, ``dp_svrg``, ``output_pert``) clip each
         per-example gradient to ``data_norm * B`` (``B`` the centred label bound),
         the largest gradient norm at ``w = 0``: for the squared loss this is
@@ -161,6 +165,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
+        "solver": [SolverChoice(lambda s: s.constraint is None and "squared" in s.losses)],
         "label_bound": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), "array-like", None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
@@ -201,9 +206,6 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         self.verbose = verbose
 
     _default_intercept_fraction = 1 / math.sqrt(2)
-
-    def _auto_solver(self, loss_name):
-        return "output_pert" if self.delta == 0 else "dp_gd"
 
     #: label_bound="auto": the range is median +- this many private median absolute deviations
     _auto_label_width = 3.0

@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 from ..bounds import append_intercept_column, bound_labels, check_label_bound, clip_features, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
-from ..solvers import SOLVERS, get_solver
+from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._random import fit_randomness
 from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set, fit_classes,
@@ -19,7 +19,6 @@ from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, char
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
-_SPARSE_SOLVERS = {n for n, s in SOLVERS.items() if s.constraint == "l0"}
 _NO_MULTINOMIAL = " (no sparse solver's proof covers the multinomial loss)"
 
 
@@ -30,7 +29,7 @@ class _DPSparseBase(BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "n_nonzero_coefs": [Interval(Integral, 1, None, closed="left"), None],
-        "solver": [StrOptions({"auto"} | _SPARSE_SOLVERS)],
+        "solver": [SolverChoice(lambda s: s.constraint == "l0")],
         "fit_intercept": ["boolean"],
         "feature_bound": [Interval(Real, 0, None, closed="neither")],
         "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
@@ -42,6 +41,10 @@ class _DPSparseBase(BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: what ``solver="auto"`` runs
+    _default_solver = "dp_ight"
+    #: no sparse solver's proof covers a multinomial loss
+    _multiclass = False
     #: clip_norm="auto": the clip norm is this private quantile of the per-example gradient norms at w = 0
     _auto_clip_quantile = 0.25
 
@@ -61,7 +64,7 @@ class _DPSparseBase(BaseEstimator):
             raise ValueError(f"feature_bound must be finite, got {self.feature_bound!r}.")
         if self.clip_norm != "auto" and not math.isfinite(self.clip_norm):
             raise ValueError(f"clip_norm must be finite or 'auto', got {self.clip_norm!r}.")
-        solver = get_solver("dp_ight" if self.solver == "auto" else self.solver)
+        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check(self._loss().name, self.delta)
         solver.check_options(self.solver_options or {})
         return solver
@@ -123,7 +126,7 @@ class _DPSparseBase(BaseEstimator):
         return True
 
     def _fit_sparse(self, X, y_enc, centre, data_derived=False, **diagnostic_values):
-        solver = get_solver("dp_ight" if self.solver == "auto" else self.solver)
+        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         n, d = X.shape
         K = float(self.feature_bound)
         Xc, n_clipped = clip_features(X, K)
@@ -169,7 +172,7 @@ _SHARED_PARAMS_DOC = """
         Sparsity level ``s``: ``coef_`` has at most ``s`` non-zeros (the intercept
         does not count). ``None`` uses 10% of the features (at least 1), as
         :class:`sklearn.linear_model.OrthogonalMatchingPursuit` does.
-    solver : {"auto", "dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"}, default="auto"
+    solver : {"auto", "dp_fw_l1", "dp_ight", "dpsl_kt", "two_stage"}, default="auto"
         ``"auto"`` is ``"dp_ight"``. See :func:`skdp.list_solvers` and the
         solver docstrings in :mod:`skdp.solvers.sparse`.
     fit_intercept : bool, default=True

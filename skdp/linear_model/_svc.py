@@ -5,17 +5,16 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
-from ..solvers import SOLVERS
+from ..solvers import SolverChoice
 from .._release import LinearClassifierMixin, charge, check_class_set, fit_classes
 from ._base import DPLinearModel
 
 __all__ = ["DPLinearSVC"]
 
-_HINGE_SOLVERS = {n for n, s in SOLVERS.items() if "hinge" in s.losses}
 
 
 class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
@@ -36,7 +35,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     epsilon : float, default=1.0
     delta : float, default=1e-5
         Must be > 0.
-    solver : {"auto", "nsgd_moreau", "noisy_sgd"}, default="auto"
+    solver : {"auto", "noisy_sgd", "nsgd_moreau"}, default="auto"
         ``"auto"`` uses ``"nsgd_moreau"``.
     alpha : float, default=0.01
         L2 penalty on the mean loss (sklearn's ``C`` is ``1/(alpha n)``).
@@ -107,7 +106,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
 
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
-        "solver": [StrOptions({"auto"} | _HINGE_SOLVERS)],
+        "solver": [SolverChoice(lambda s: s.constraint is None and "hinge" in s.losses)],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "classes": ["array-like", None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
@@ -131,8 +130,10 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self.random_state = random_state
         self.verbose = verbose
 
+    _default_solver = "nsgd_moreau"
+
     def _auto_solver(self, loss_name):
-        return "nsgd_moreau"
+        return self._default_solver
 
     def _constraint_radius(self, solver, coef_norm):
         if self.coef_norm is not None:

@@ -5,10 +5,11 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from ..losses import clipped_mean_gradient
 
-__all__ = ["Problem", "SolverResult", "Solver", "register", "get_solver", "SOLVERS"]
+__all__ = ["Problem", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice"]
 
 
 @dataclass
@@ -247,3 +248,30 @@ def get_solver(name):
         return SOLVERS[name]
     except KeyError:
         raise ValueError(f"Unknown solver {name!r}; available: {sorted(SOLVERS)}.") from None
+
+
+class SolverChoice(StrOptions):
+    """The ``solver=`` constraint of an estimator: ``"auto"`` and the registered solvers it can run.
+
+    ``select(solver) -> bool`` picks them from the registry **when a value is
+    validated**, not when the estimator class is defined, so a solver
+    registered later (one new module and ``@register``) is accepted by every
+    estimator whose selection it meets, and listed by
+    :func:`skdp.list_solvers` for it, without editing the estimator.
+    """
+
+    def __init__(self, select):
+        self.select = select
+        super().__init__(set())
+
+    @property
+    def options(self):
+        return {"auto"} | {name for name, s in SOLVERS.items() if self.select(s)}
+
+    @options.setter
+    def options(self, value):  # StrOptions.__init__ assigns it; the registry is the source
+        pass
+
+    def solver_ids(self):
+        """The registered solver ids it accepts, sorted (``"auto"`` excluded)."""
+        return sorted(self.options - {"auto"})
