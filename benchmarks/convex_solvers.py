@@ -82,7 +82,7 @@ def speed():
             times.append(time.perf_counter() - t)
         return min(times), out
 
-    t_fit, m = best(lambda: DPLasso(epsilon=1, radius=10, label_bound=6, random_state=0).fit(X, y), 5)
+    t_fit, m = best(lambda: DPLasso(epsilon=1, coef_norm=10, label_bound=6, random_state=0).fit(X, y), 5)
     t_grad, _ = best(lambda: clipped_mean_gradient(SquaredLoss(), X, y, np.zeros(d), None, None), 5)
     t_lasso, _ = best(lambda: Lasso(alpha=0.01).fit(X, y), 3)
     passes = m.solver_info_["passes"]
@@ -105,7 +105,7 @@ def high_dim():
           f"(null model: {np.mean((yt - np.mean(yt)) ** 2):.3f})")
     print("| model | solver | test MSE |")
     print("|---|---|---|")
-    mse = [np.mean((DPLasso(epsilon=2, radius=3, label_bound=8, random_state=s).fit(X, y).predict(Xt) - yt) ** 2)
+    mse = [np.mean((DPLasso(epsilon=2, coef_norm=3, label_bound=8, random_state=s).fit(X, y).predict(Xt) - yt) ** 2)
            for s in SEEDS]
     print(f"| DPLasso | noisy_sfw | {np.mean(mse):.3f} |")
     for solver in ["dp_gd", "output_pert", "noisy_sgd", "phased_sgd"]:

@@ -70,7 +70,7 @@ def part1():
                     continue
                 gaps, losses = [], []
                 for s in SEEDS:
-                    est = MultiPartyDPLogisticRegression(EPS, mechanism=mech, alpha=LAM, n_parties=m,
+                    est = MultiPartyDPLogisticRegression(EPS, solver=mech, alpha=LAM, n_parties=m,
                                                          classes=[0, 1], random_state=s).fit(X, y)
                     theta = np.r_[est.coef_[0], est.intercept_[0] / 0.5]
                     gaps.append(objective(theta, Xc, ys) - objective(theta_star, Xc, ys))

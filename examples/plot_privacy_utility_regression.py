@@ -35,7 +35,7 @@ LABELS = (25.0, 346.0)
 SOLVERS = [row["solver"] for row in list_solvers() if "squared" in row["losses"] and row["constraint"] != "l0"]
 models = {s: (lambda e, r, s=s: DPRidge(e, solver=s, data_norm=math.sqrt(d), label_bound=LABELS, random_state=r))
           for s in SOLVERS}
-models["DPLasso (noisy_sfw)"] = lambda e, r: DPLasso(e, radius=300.0, feature_bound=3.0, label_bound=LABELS,
+models["DPLasso (noisy_sfw)"] = lambda e, r: DPLasso(e, coef_norm=300.0, feature_bound=3.0, label_bound=LABELS,
                                                      random_state=r)
 models["DPSparseLinearRegression (dp_ight, s=5)"] = lambda e, r: DPSparseLinearRegression(
     e, n_nonzero_coefs=5, feature_bound=3.0, label_bound=LABELS, random_state=r)

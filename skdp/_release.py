@@ -48,7 +48,7 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     if ledger is None:
         return None
     planned = estimator.planned_events(_num_samples(X), _num_features(X), **plan_kwargs)
-    solver = getattr(estimator, "solver", getattr(estimator, "mechanism", None))
+    solver = getattr(estimator, "solver", None)
     label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
     ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
     return planned
@@ -220,5 +220,15 @@ class ProbabilisticClassifierMixin(LinearClassifierMixin):
         return special.softmax(Z, axis=1)
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (as scikit-learn's ``LogisticRegression`` computes it)."""
-        return np.log(self.predict_proba(X))
+        """Logarithm of :meth:`predict_proba`, computed stably (finite for any finite score).
+
+        Unlike ``np.log(predict_proba(X))``, which is ``-inf`` once a probability
+        underflows (scores beyond about 745), this is the log-sigmoid / log-softmax.
+        """
+        Z = self.decision_function(X)
+        if Z.ndim == 1:
+            return np.column_stack([-np.logaddexp(0, Z), -np.logaddexp(0, -Z)])
+        if self._ovr():
+            P = special.expit(Z)
+            return np.log(P) - np.log(P.sum(axis=1, keepdims=True))
+        return Z - special.logsumexp(Z, axis=1, keepdims=True)

@@ -23,10 +23,39 @@ import numpy as np
 from scipy import special
 
 __all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
-           "clipped_mean_gradient"]
+           "clipped_mean_gradient", "LOSSES", "CAPABILITIES", "register_loss", "get_loss"]
+
+#: What a solver's proof may need from a loss, and what each means. A loss has a
+#: capability when the attribute of that name is true (see :class:`_GLMLoss`);
+#: a solver declares the ones it needs in ``Solver.requires``.
+CAPABILITIES = {
+    "smooth": "a smooth loss (a finite bound on phi'')",
+    "scalar": "one linear predictor per row (binary classification or regression, not multinomial)",
+    "globally_lipschitz": "a gradient bounded for every coefficient vector (not the squared loss)",
+    "moreau_envelope": "a closed-form Moreau envelope (the hinge loss)",
+}
+
+#: The registered losses, by name, in registration order.
+LOSSES = {}
+
+
+def register_loss(cls):
+    """Class decorator: register a GLM loss under its ``name`` (solvers find it by its capabilities)."""
+    LOSSES[cls.name] = cls
+    return cls
+
+
+def get_loss(name):
+    """The registered loss class called ``name``."""
+    try:
+        return LOSSES[name]
+    except KeyError:
+        raise ValueError(f"Unknown loss {name!r}; registered: {sorted(LOSSES)}.") from None
 
 
 class _GLMLoss:
+    """Base class of the GLM losses: the constants of the DP proofs and the capabilities solvers check."""
+
     name = None
     #: whether the per-example Hessian has rank <= 1 (objective perturbation needs it)
     rank_one_hessian = True
@@ -34,6 +63,25 @@ class _GLMLoss:
     curvature = None
     #: True when ||phi'|| is bounded independently of w (globally Lipschitz)
     globally_lipschitz = True
+    #: one linear predictor per row (False for the multinomial loss's k logits)
+    scalar = True
+    #: phi'' is constant, so the curvature bound is attained everywhere and the objective is a
+    #: quadratic: longer steps amplify noise along the top eigendirection; exact minimisers solve a
+    #: linear system
+    quadratic = False
+    #: the loss has a closed-form Moreau envelope gradient (see :func:`moreau_hinge_derivative`)
+    moreau_envelope = False
+
+    @property
+    def smooth(self):
+        """Whether ``phi''`` is bounded (finite ``curvature``)."""
+        return math.isfinite(self.curvature)
+
+    @classmethod
+    def capabilities(cls):
+        """The :data:`CAPABILITIES` this loss has."""
+        loss = cls.__new__(cls)
+        return frozenset(c for c in CAPABILITIES if getattr(loss, c))
 
     def n_outputs(self, n_classes):
         return 1
@@ -59,6 +107,7 @@ class _GLMLoss:
         return self.curvature * data_norm**2
 
 
+@register_loss
 class LogisticLoss(_GLMLoss):
     """Binary logistic loss ``log(1 + exp(-y z))`` with ``y`` in {-1, +1}."""
 
@@ -83,6 +132,7 @@ class LogisticLoss(_GLMLoss):
         return s * (1 - s)
 
 
+@register_loss
 class MultinomialLoss(_GLMLoss):
     """Softmax cross-entropy over ``k`` classes; ``y`` holds class indices 0..k-1.
 
@@ -93,6 +143,7 @@ class MultinomialLoss(_GLMLoss):
     name = "multinomial"
     curvature = 0.5
     rank_one_hessian = False
+    scalar = False
 
     def __init__(self, n_classes=2):
         self.n_classes = int(n_classes)
@@ -116,6 +167,7 @@ class MultinomialLoss(_GLMLoss):
         return P
 
 
+@register_loss
 class SquaredLoss(_GLMLoss):
     """Squared loss ``(z - y)^2 / 2``.
 
@@ -128,6 +180,7 @@ class SquaredLoss(_GLMLoss):
     name = "squared"
     curvature = 1.0
     globally_lipschitz = False
+    quadratic = True
 
     def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
         if label_bound is None or coef_norm is None or data_norm is None:
@@ -147,6 +200,7 @@ class SquaredLoss(_GLMLoss):
         return np.ones_like(Z)
 
 
+@register_loss
 class HingeLoss(_GLMLoss):
     """Hinge loss ``max(0, 1 - y z)`` with ``y`` in {-1, +1} (linear SVM).
 
@@ -157,6 +211,7 @@ class HingeLoss(_GLMLoss):
 
     name = "hinge"
     curvature = math.inf
+    moreau_envelope = True
 
     def derivative_bound(self, label_bound=None, coef_norm=None, data_norm=None):
         return 1.0

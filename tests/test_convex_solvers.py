@@ -447,8 +447,13 @@ def test_ridge_runs_every_solver_within_budget(solver):
 
 def test_refusals_list_the_solvers_that_fit():
     X, y = _bc()
-    with pytest.raises(ValueError, match="solvers that do"):
+    # a solver whose proof the estimator's loss does not meet is refused by parameter validation,
+    # which lists the solvers that fit
+    with pytest.raises(ValueError, match="'solver' parameter of DPRidge must be a str among .*'dp_gd'"):
         DPRidge(solver="obj_pert_svrg", data_norm=5.0, label_bound=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="does not support the squared loss: its proof needs a gradient bounded.*"
+                                         "solvers that do"):
+        get_solver("obj_pert_svrg").check("squared", 1e-5)
     with pytest.raises(ValueError, match="multinomial"):
         DPLogisticRegression(solver="noisy_sfw", data_norm=5.0, classes=[0, 1, 2]).fit(X, y % 3)
     with pytest.raises(ValueError, match="coef_norm"):
@@ -469,7 +474,7 @@ def test_dplasso_keeps_the_ball_and_beats_null_on_easy_data():
     w[:3] = [1.0, -1.0, 0.5]
     y = X @ w + 0.1 * rng.randn(n)
     for solver in ("noisy_sfw", "dp_accmd"):
-        reg = DPLasso(epsilon=2.0, radius=2.5, label_bound=3.0, solver=solver, random_state=0).fit(X, y)
+        reg = DPLasso(epsilon=2.0, coef_norm=2.5, label_bound=3.0, solver=solver, random_state=0).fit(X, y)
         assert reg.privacy_spent_.epsilon <= 2.0
         # the intercept column has value feature_bound = 1, so (coef, intercept - centre) lies in the ball
         assert np.abs(reg.coef_).sum() + abs(reg.intercept_) <= 2.5 * (1 + 1e-9)
@@ -587,8 +592,8 @@ def test_dplasso_lazy_clipping_equals_clipping_first(solver):
     rng = np.random.RandomState(3)
     X = rng.randn(400, 6) * 1.5  # many entries beyond feature_bound=1
     y = X[:, 0] - X[:, 1] + 0.1 * rng.randn(400)
-    a = DPLasso(epsilon=2, radius=2, label_bound=4, solver=solver, random_state=0).fit(X, y)
-    b = DPLasso(epsilon=2, radius=2, label_bound=4, solver=solver, random_state=0).fit(np.clip(X, -1, 1), y)
+    a = DPLasso(epsilon=2, coef_norm=2, label_bound=4, solver=solver, random_state=0).fit(X, y)
+    b = DPLasso(epsilon=2, coef_norm=2, label_bound=4, solver=solver, random_state=0).fit(np.clip(X, -1, 1), y)
     assert fit_diagnostics(a)["n_rows_clipped"] > 0 and fit_diagnostics(b)["n_rows_clipped"] == 0
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
     assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-9, abs=1e-12)

@@ -21,7 +21,7 @@ def _data():
 
 def _in_process(X, y, mechanism):
     labels = np.repeat(np.arange(len(CHUNKS)), CHUNKS)
-    return MultiPartyDPLogisticRegression(1.0, mechanism=mechanism, classes=[0, 1], random_state=3).fit(
+    return MultiPartyDPLogisticRegression(1.0, solver=mechanism, classes=[0, 1], random_state=3).fit(
         X, y, parties=labels)
 
 
@@ -36,7 +36,7 @@ def client():
 def test_two_worker_local_cluster_equals_in_process(client, mechanism):
     X, y = _data()
     ref = _in_process(X, y, mechanism)
-    est = MultiPartyDPLogisticRegression(1.0, mechanism=mechanism, classes=[0, 1], random_state=3).fit(
+    est = MultiPartyDPLogisticRegression(1.0, solver=mechanism, classes=[0, 1], random_state=3).fit(
         da.from_array(X, chunks=(CHUNKS, 5)), y)
     assert est.backend_ == "dask" and est.party_sizes_.tolist() == list(CHUNKS)
     np.testing.assert_array_equal(est.coef_, ref.coef_)

@@ -116,7 +116,7 @@ def test_grad_pert_sigma_card_h4():
 
 def test_output_pert_scale_card_table_6_1():
     # m = 100, n_min = 500, lambda = 0.01, eps = 0.5, G = 1: L2-Laplace scale 2G/(m n lambda eps) = 8.00e-3
-    est = MultiPartyDPLogisticRegression(0.5, 0.0, mechanism="mpc_output_pert", alpha=0.01, data_norm=1.0)
+    est = MultiPartyDPLogisticRegression(0.5, 0.0, solver="mpc_output_pert", alpha=0.01, data_norm=1.0)
     sens, scale, events, _ = est._calibration(np.full(100, 500), d=5)
     assert scale == pytest.approx(8.00e-3, rel=1e-4)
     assert price(events, 0.0).budget.epsilon == pytest.approx(0.5)
@@ -127,11 +127,11 @@ def test_bad_settings_refused():
     with pytest.raises(ValueError, match="delta > 0"):
         MultiPartyDPLogisticRegression(delta=0.0, classes=[0, 1]).fit(X, y)
     with pytest.raises(ValueError, match="alpha > 0"):
-        MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", alpha=0.0, classes=[0, 1]).fit(X, y)
+        MultiPartyDPLogisticRegression(solver="mpc_output_pert", alpha=0.0, classes=[0, 1]).fit(X, y)
     with pytest.raises(ValueError, match="binary"):
         MultiPartyDPLogisticRegression(classes=[0, 1, 2]).fit(X, y % 3)
     with pytest.raises(ValueError, match="frac_bits"):  # 2 parties x (1 / 1e-9) does not fit 2^(62-40)
-        MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", alpha=1e-9, frac_bits=40,
+        MultiPartyDPLogisticRegression(solver="mpc_output_pert", alpha=1e-9, frac_bits=40,
                                        classes=[0, 1]).fit(X, y)
 
 
@@ -167,7 +167,7 @@ def test_ten_parties_close_to_pooled(mechanism):
     Xt, yt = _data(4000, seed=1)
     acc = {}
     for m in (1, 10):
-        acc[m] = np.mean([MultiPartyDPLogisticRegression(0.5, mechanism=mechanism, n_parties=m, alpha=1e-2,
+        acc[m] = np.mean([MultiPartyDPLogisticRegression(0.5, solver=mechanism, n_parties=m, alpha=1e-2,
                                                          classes=[0, 1], random_state=s).fit(X, y).score(Xt, yt)
                           for s in range(5)])
     assert acc[10] >= acc[1] - 0.02, acc
@@ -195,8 +195,17 @@ def test_audit_of_the_multi_party_fit():
     assert control.mu_lower_bound > control.claimed_mu, control
 
 
+def _expected_failed(estimator):
+    if estimator.solver != "mpc_output_pert":
+        return {}
+    return {"check_classifiers_train": "predict_log_proba is the stable log-sigmoid (finite for every score); the "
+            "check compares it with np.log(predict_proba), which is -inf where output perturbation's scores "
+            "(~1e3 on the check's unscaled rows) underflow the probability to 0"}
+
+
 @parametrize_with_checks([MultiPartyDPLogisticRegression(random_state=0),
-                          MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", random_state=0)])
+                          MultiPartyDPLogisticRegression(solver="mpc_output_pert", random_state=0)],
+                         expected_failed_checks=_expected_failed)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -325,7 +334,7 @@ def test_attack_two_unseeded_fits_never_share_a_noise_stream(delta):
     random_state=None fits on the same data (even after seeding numpy's global generator identically) must
     draw unrelated noise; two fits with one int random_state must draw the same (positive control)."""
     X, y = _wide_data()
-    kw = dict(mechanism="mpc_output_pert", alpha=0.1, n_parties=2, classes=[0, 1], fit_intercept=False)
+    kw = dict(solver="mpc_output_pert", alpha=0.1, n_parties=2, classes=[0, 1], fit_intercept=False)
     with scaled_noise(1e-12):
         clean = MultiPartyDPLogisticRegression(0.5, delta, **kw).fit(X, y).coef_[0]
 

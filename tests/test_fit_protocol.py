@@ -41,7 +41,7 @@ MODELS = [
     DPSparseLinearRegression(n_nonzero_coefs=2, label_bound=(-3, 3)),
     DPSparseLogisticRegression(n_nonzero_coefs=2, classes=[0, 1]),
     MultiPartyDPLogisticRegression(classes=[0, 1], n_parties=3),
-    MultiPartyDPLogisticRegression(classes=[0, 1], mechanism="mpc_output_pert", n_parties=4),
+    MultiPartyDPLogisticRegression(classes=[0, 1], solver="mpc_output_pert", n_parties=4),
 ]
 SCALERS = [DPStandardScaler(bounds=(-3, 3)), DPMinMaxScaler(bounds=(-3, 3))]
 
@@ -152,5 +152,26 @@ def test_classifier_predictions_are_consistent(est):
         P = fitted.predict_proba(X)
         np.testing.assert_allclose(P.sum(axis=1), 1.0)
         np.testing.assert_array_equal(fitted.classes_[np.argmax(P, axis=1)], pred)
-        with np.errstate(divide="ignore"):  # as in sklearn, a probability that underflows to 0 logs to -inf
-            np.testing.assert_allclose(fitted.predict_log_proba(X), np.log(P))
+        logP = fitted.predict_log_proba(X)
+        assert np.all(np.isfinite(logP))
+        np.testing.assert_allclose(np.exp(logP), P, atol=1e-12)
+
+
+def test_lasso_radius_is_coef_norm_with_a_deprecation():
+    from skdp import DPLasso
+
+    X, y = _data(DPLasso())
+    new = DPLasso(coef_norm=2.0, label_bound=(-3, 3), random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match="renamed 'coef_norm'"):
+        old = DPLasso(radius=2.0, label_bound=(-3, 3), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    assert np.abs(new.coef_).sum() <= 2.0 + 1e-9
+
+
+def test_multi_party_mechanism_is_solver_with_a_deprecation():
+    X, y = _data(MODELS[-1])
+    new = MultiPartyDPLogisticRegression(solver="mpc_output_pert", classes=[0, 1], random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match="renamed 'solver'"):
+        old = MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", classes=[0, 1], random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    assert old.privacy_events_ == new.privacy_events_

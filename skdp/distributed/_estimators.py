@@ -2,12 +2,13 @@
 
 import functools
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import optimize, special
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
@@ -155,7 +156,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     is revealed). The fixed-point rounding can move a party's vector by ``sqrt(d) 2^-(f+1)`` on top of the
     data's own sensitivity; that is added to every sensitivity below (``frac_bits = f``).
 
-    Mechanisms (``mechanism=``):
+    Solvers (``solver=``):
 
     * ``"mpc_grad_pert"`` (Sec. 6.3.2, Thm 6.3.4): ``T`` rounds of full-batch gradient descent; in each, every party
       computes the mean of its per-example gradients clipped to ``G = data_norm / 2`` (the largest logistic
@@ -170,12 +171,16 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
       (the paper's experiments used i.i.d. Laplace at this scale, which is only ``sqrt(d) eps``-DP; see :doc:`/papers/seed004`),
       the analytic Gaussian for ``delta > 0``. The intercept column is penalised like every coordinate.
 
-    ``mechanism="local"`` is the single-party baseline run by the same code: one party holding every row.
+    ``n_parties=1`` is the single-party baseline run by the same code: one party holding every row.
 
     Parameters
     ----------
     epsilon, delta : float
-    mechanism : {"mpc_grad_pert", "mpc_output_pert"}, default="mpc_grad_pert"
+    solver : {"mpc_grad_pert", "mpc_output_pert"}, default="mpc_grad_pert"
+        The protocol (as ``solver=`` of every skdp estimator).
+    mechanism : str, default="deprecated"
+        Former name of ``solver``; still accepted with a ``FutureWarning`` and removed in a future
+        release.
     alpha : float, default=1e-3
         Strength of the L2 penalty ``(alpha/2) ||theta||^2`` (the dissertation's ``lambda``; > 0 for output perturbation).
     data_norm : float, default=1.0
@@ -242,7 +247,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "mechanism": [StrOptions({"mpc_grad_pert", "mpc_output_pert"})],
+        "solver": [StrOptions({"mpc_grad_pert", "mpc_output_pert"})],
+        "mechanism": [StrOptions({"mpc_grad_pert", "mpc_output_pert"}), Hidden(StrOptions({"deprecated"}))],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
@@ -254,11 +260,13 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         "random_state": ["random_state"],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-5, *, mechanism="mpc_grad_pert", alpha=1e-3, data_norm=1.0,
+    def __init__(self, epsilon=1.0, delta=1e-5, *, solver="mpc_grad_pert", mechanism="deprecated", alpha=1e-3,
+                 data_norm=1.0,
                  fit_intercept=True, n_parties=2, classes=None, max_iter=None, tol=1e-6, frac_bits=32,
                  random_state=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.solver = solver
         self.mechanism = mechanism
         self.alpha = alpha
         self.data_norm = data_norm
@@ -283,16 +291,16 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """(sensitivity of the released average, noise scale, events, T)."""
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
-        if self.mechanism == "mpc_grad_pert":
+        if self._solver() == "mpc_grad_pert":
             if self.delta == 0:
-                raise ValueError("mechanism='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
+                raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
                                  "'mpc_output_pert' for pure epsilon-DP.")
             T = self._steps(n)
             sens = (2 * (K / 2) / n_min + self._rounding(d)) / m
             sigma = calibrate_gaussian(T * sens**2, self.epsilon, self.delta)
             return sens, sigma, [GaussianEvent(sens, sigma, T)], T
         if not self.alpha > 0:
-            raise ValueError("mechanism='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
+            raise ValueError("solver='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
                              "sensitivity).")
         tau = self.tol * 2 * K / n_min
         sens = (2 * K / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
@@ -318,6 +326,14 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             return None
         sizes = [len(b) for b in split_parties(int(n_samples), self.n_parties, parties)]
         return self._calibration(sizes, int(n_features) + int(self.fit_intercept))[2]
+
+    def _solver(self):
+        """``solver``, or the deprecated ``mechanism`` when it is given."""
+        if self.mechanism == "deprecated":
+            return self.solver
+        warnings.warn("MultiPartyDPLogisticRegression's 'mechanism' was renamed 'solver' (as in every skdp "
+                      "estimator); 'mechanism' will be removed.", FutureWarning, stacklevel=3)
+        return self.mechanism
 
     def _check_params(self):
         if not math.isfinite(self.epsilon):
@@ -393,7 +409,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         ring = FixedPointRing(self.frac_bits)
         # public bound on every shared entry (a clipped mean gradient, or a local minimiser, ||theta|| <= G/alpha):
         # the sum of m of them must fit the ring, or the reconstruction would wrap around
-        bound = float(self.data_norm) if self.mechanism == "mpc_grad_pert" else float(self.data_norm) / self.alpha
+        bound = float(self.data_norm) if self._solver() == "mpc_grad_pert" else float(self.data_norm) / self.alpha
         if m * bound >= ring.limit:
             raise ValueError(f"frac_bits={self.frac_bits} leaves too little integer range for {m} parties' "
                              f"values up to {bound:g}; lower frac_bits.")
@@ -402,7 +418,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         def shares_of(vectors):
             return [secret_share(party_rngs[j], ring.encode(v), m) for j, v in enumerate(vectors)]
 
-        if self.mechanism == "mpc_grad_pert":
+        if self._solver() == "mpc_grad_pert":
             G = float(self.data_norm) / 2
             eta = 1.9 / (float(self.data_norm) ** 2 / 4 + self.alpha)
 

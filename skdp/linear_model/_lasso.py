@@ -1,11 +1,12 @@
 """DPLasso: least squares over an L1 ball."""
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, clipped_design, public_label_range
@@ -21,7 +22,7 @@ __all__ = ["DPLasso"]
 
 
 class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
-    """Differentially private Lasso: least squares over the L1 ball ``||(w, b)||_1 <= radius``.
+    """Differentially private Lasso: least squares over the L1 ball ``||(w, b)||_1 <= coef_norm``.
 
     Minimises ``(1/(2n)) sum_i (<w, x_i> + b - y_i)^2`` over the L1 ball (the
     constrained form of the Lasso; sklearn's penalised form with ``alpha``
@@ -45,10 +46,14 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     epsilon : float, default=1.0
     delta : float, default=1e-5
         Must be > 0 (every L1 solver here is (epsilon, delta)-DP).
-    radius : float, default=1.0
+    coef_norm : float, default=1.0
         Radius of the L1 ball, in units of the label (the fit is done with
-        labels divided by the label bound, and coefficients scaled back).
-        Public: tuning it on the private data costs privacy.
+        labels divided by the label bound, and coefficients scaled back);
+        ``coef_norm`` is the name every skdp estimator uses for the radius of
+        its coefficient ball. Public: tuning it on the private data costs privacy.
+    radius : float, default="deprecated"
+        Former name of ``coef_norm``; still accepted with a ``FutureWarning``
+        and removed in a future release.
     solver : {"auto", "dp_accmd", "noisy_sfw"}, default="auto"
         ``"auto"`` uses ``"noisy_sfw"`` (one pass, vertex selection by
         report-noisy-max: dimension enters only as ``log d``). ``"dp_accmd"``
@@ -109,7 +114,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-1, 1, size=(5000, 20))
     >>> y = X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.randn(5000)
-    >>> reg = DPLasso(epsilon=1.0, radius=1.0, label_bound=2.0, random_state=0).fit(X, y)
+    >>> reg = DPLasso(epsilon=1.0, coef_norm=1.0, label_bound=2.0, random_state=0).fit(X, y)
     >>> bool(reg.privacy_spent_.epsilon <= 1.0)  # the accountant may price it a little below epsilon
     True
     >>> bool(np.abs(reg.coef_).sum() <= 2.0 + 1e-9)
@@ -119,7 +124,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        "coef_norm": [Interval(Real, 0, None, closed="neither")],
+        "radius": [Interval(Real, 0, None, closed="neither"), Hidden(StrOptions({"deprecated"}))],
         "solver": [SolverChoice(lambda s: s.geometry in ("l1", "l1|l2") and "squared" in s.losses)],
         "fit_intercept": ["boolean"],
         "feature_bound": [Interval(Real, 0, None, closed="neither")],
@@ -133,11 +139,12 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     #: what ``solver="auto"`` runs
     _default_solver = "noisy_sfw"
 
-    def __init__(self, epsilon=1.0, delta=1e-5, *, radius=1.0, solver="auto", fit_intercept=True,
-                 feature_bound=1.0, label_bound=None, max_iter=None, solver_options=None, random_state=None,
+    def __init__(self, epsilon=1.0, delta=1e-5, *, coef_norm=1.0, radius="deprecated", solver="auto",
+                 fit_intercept=True, feature_bound=1.0, label_bound=None, max_iter=None, solver_options=None, random_state=None,
                  verbose=0):
         self.epsilon = epsilon
         self.delta = delta
+        self.coef_norm = coef_norm
         self.radius = radius
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -148,10 +155,20 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _ball_radius(self):
+        """``coef_norm``, or the deprecated ``radius`` when it is given."""
+        if isinstance(self.radius, str):
+            return self.coef_norm
+        warnings.warn("DPLasso's 'radius' was renamed 'coef_norm' (the name every skdp estimator uses for the "
+                      "radius of its coefficient ball); 'radius' will be removed.", FutureWarning, stacklevel=3)
+        return self.radius
+
     def _check_params(self):
-        for name in ("epsilon", "radius", "feature_bound"):
+        for name in ("epsilon", "coef_norm", "feature_bound"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
+        if not isinstance(self.radius, str) and not math.isfinite(self.radius):
+            raise ValueError(f"radius must be finite, got {self.radius!r}.")
         check_label_bound(self.label_bound)
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
@@ -163,7 +180,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     def _problem(self, solver, n, n_features, bound, X=None, y=None, norms=None):
         p = n_features + int(self.fit_intercept)
         R = float(self.feature_bound)
-        radius = float(self.radius) / bound  # in units where |y| <= 1
+        radius = float(self._ball_radius()) / bound  # in units where |y| <= 1
         options = dict(self.solver_options or {})
         options.pop("geometry", None)
         return Problem(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses import clipped_mean_gradient
+from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
 
 __all__ = ["Problem", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice"]
 
@@ -148,8 +148,14 @@ class Solver:
     reference : str
         The skdp documentation page on the source paper and skdp's
         deviations from it, e.g. ``"doc/papers/seed004.rst"``.
+    requires : frozenset of str
+        The loss capabilities its proof needs (keys of
+        :data:`skdp.losses.CAPABILITIES`: ``"smooth"``, ``"scalar"``,
+        ``"globally_lipschitz"``, ``"moreau_envelope"``).
     losses : tuple of str
-        Loss names it supports.
+        The registered losses that have them (derived, never listed by hand:
+        a new loss with the right capabilities is supported without editing
+        any solver).
     pure_dp : bool
         Whether it has a ``delta = 0`` variant.
     approx_dp : bool
@@ -161,7 +167,7 @@ class Solver:
     name = None
     card = None
     reference = None
-    losses = ()
+    requires = frozenset({"smooth"})
     pure_dp = False
     approx_dp = True
     needs_strong_convexity = False
@@ -193,17 +199,24 @@ class Solver:
         """The constraint set for this solver (``None`` for unconstrained solvers)."""
         return None
 
-    def check(self, loss_name, delta, alpha):
-        """Raise ``ValueError`` if this solver cannot run the given setting."""
-        if loss_name not in self.losses:
+    @property
+    def losses(self):
+        """Names of the registered losses that have every capability in ``requires``."""
+        return tuple(name for name, loss in LOSSES.items() if self.requires <= loss.capabilities())
+
+    def check(self, loss_name, delta, alpha=0.0):
+        """Raise ``ValueError`` naming what is missing if this solver cannot run the given setting."""
+        missing = sorted(self.requires - get_loss(loss_name).capabilities())
+        if missing:
             ok = sorted(n for n, s in SOLVERS.items() if loss_name in s.losses and s.constraint == self.constraint)
-            if loss_name == "multinomial":
+            needs = "; ".join(CAPABILITIES[c] for c in missing)
+            if missing == ["scalar"]:
                 raise ValueError(
-                    f"Only binary classification is supported by solver={self.name!r} (its proof does not "
-                    f"cover the multinomial loss); solvers that support more classes: {ok}."
+                    f"Only binary classification is supported by solver={self.name!r}: its proof needs {needs}; "
+                    f"solvers that support more classes: {ok}."
                 )
             raise ValueError(
-                f"solver={self.name!r} does not support the {loss_name} loss; "
+                f"solver={self.name!r} does not support the {loss_name} loss: its proof needs {needs}; "
                 f"solvers that do: {ok}."
             )
         if delta == 0 and not self.pure_dp:

@@ -48,10 +48,8 @@ def glm_constants(problem, ball):
     q = ball.q
     Rq = problem.dual_feature_bound(q)
     loss = problem.loss
-    if loss.name == "squared":
-        dmax = Rq * ball.radius + float(problem.label_bound)  # |<w, x>| <= ||w||_p ||x||_q
-    else:
-        dmax = loss.derivative_bound()
+    # |<w, x>| <= ||w||_p ||x||_q on the ball: what the squared loss's derivative bound needs
+    dmax = loss.derivative_bound(problem.label_bound, ball.radius, Rq)
     L0 = Rq * dmax
     if problem.clip is not None:
         L0 = min(L0, float(problem.clip))
@@ -88,7 +86,7 @@ def _batch_gradients(problem, rows, w1, w0):
 
 
 class _BallSolver(Solver):
-    losses = ("logistic", "squared")
+    requires = frozenset({"smooth", "scalar"})
 
     def make_constraint(self, options, radius):
         return NormBall(self.ball_p(options or {}), radius)
@@ -550,7 +548,7 @@ class PhasedSGD(_BallSolver):
     reference = "doc/papers/seed001.rst"
     source = "Feldman, Koren, Talwar 2020, Alg. 2 (baseline in Bassily, Guzman, Nandi section 7)"
     geometry = "l2"
-    losses = ("logistic", "squared")
+    requires = frozenset({"smooth", "scalar"})
     summary = "phased one-pass projected SGD, Gaussian noise on each phase's average (parallel composition)"
     defaults = "k = ceil(log2 n) phases, n_i = n/2^i, eta_i = eta/4^i, m = max(1, round(sqrt(n)/8))"
     option_keys = {"batch_size": "rows per SGD step (1 = the paper)", "learning_rate": "base step eta"}

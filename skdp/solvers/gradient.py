@@ -5,6 +5,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..losses import get_loss
 from ..privacy import GaussianEvent, PoissonGaussianEvent, calibrate, calibrate_gaussian, gaussian_noise
 from ._base import Solver, SolverResult, register
 
@@ -36,7 +37,6 @@ class DPGradientDescent(Solver):
     defaults = 'T = min(40, max(2, ceil(n eps / c))), step c/(beta + alpha), w_0 = 0, last iterate'
     card = "Alg. 4 with replace-one sensitivity 2G/n and the exact Gaussian-DP calibration of the T releases"
     reference = "doc/papers/seed000.rst"
-    losses = ("logistic", "multinomial", "squared")
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
     explicit_penalty = True
 
@@ -49,7 +49,7 @@ class DPGradientDescent(Solver):
         few, accurate steps; ``c`` was chosen on ``benchmarks/bench_utility.py``
         (the squared loss, with its tight curvature, prefers fewer steps).
         """
-        c = 80.0 if loss_name == "squared" else 30.0
+        c = 80.0 if get_loss(loss_name).quadratic else 30.0
         return int(min(40, max(2, math.ceil(n * epsilon / c))))
 
     def events(self, problem, sigma, T):
@@ -65,7 +65,7 @@ class DPGradientDescent(Solver):
         for the squared loss, whose curvature bound can be tight, so a longer
         step mostly amplifies the noise along the top eigendirection.
         """
-        c = float(problem.options.get("step_factor", 1.0 if problem.loss.name == "squared" else 1.9))
+        c = float(problem.options.get("step_factor", 1.0 if problem.loss.quadratic else 1.9))
         return c / (problem.smoothness + problem.penalty.smoothness)
 
     def noise_std(self, problem, budget, T):
@@ -175,7 +175,6 @@ class DPSVRG(Solver):
     defaults = 'T = 3 epochs, b = ceil(sqrt n), m = ceil(n/b) inner steps, step 1/(2(beta + alpha))'
     card = "Alg. 1 with Poisson mini-batches and split RDP accounting (the printed noise is not private)"
     reference = "doc/papers/seed000.rst"
-    losses = ("logistic", "multinomial", "squared")
     needs_strong_convexity = True
     summary = "DP prox-SVRG with Poisson mini-batches, split RDP accounting"
     default_max_iter = 3

@@ -77,7 +77,6 @@ def ls_beta(sigma, d):
 class _PoissonSolver(Solver):
     """Schedule, calibration and batch gradients shared by the Poisson-sampled solvers here."""
 
-    losses = ("logistic", "multinomial", "squared")
     default_max_steps = 2000
     explicit_penalty = True
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 from scipy import linalg, optimize, sparse, special
 
-from ..losses import LogisticLoss
+from ..losses import LogisticLoss, get_loss
 from ..privacy import (
     ApproxDPEvent,
     GaussianEvent,
@@ -67,7 +67,6 @@ class OutputPerturbation(Solver):
     defaults = 'T = 40 GD steps, step 1/(beta + 2 alpha)'
     card = "Alg. 1 with the tight replace-one sensitivity of T GD steps, analytic Gaussian or L2-Laplace noise"
     reference = "doc/papers/seed002.rst"
-    losses = ("logistic", "multinomial", "squared")
     pure_dp = True
     needs_strong_convexity = True
     summary = "gradient descent + one output noise draw (L2-Laplace or Gaussian)"
@@ -98,7 +97,7 @@ class OutputPerturbation(Solver):
 
     @staticmethod
     def _exact_if_multinomial(problem):
-        if problem.loss.name == "multinomial" and problem.clip_norm is not None:
+        if not problem.loss.scalar and problem.clip_norm is not None:
             # Norm-clipping a vector-valued GLM gradient is not the gradient of a
             # convex surrogate, so the contraction argument would not cover it:
             # run on the exact loss with G = sqrt(2) K instead.
@@ -178,13 +177,12 @@ class ObjectivePerturbation(Solver):
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'
     card = "Alg. 2 recalibrated for replace-one (gradient change 2 zeta, Jacobian term), exact minimiser on the ball for squared loss"
     reference = "doc/papers/seed003.rst"
-    losses = ("logistic", "multinomial", "squared")
     pure_dp = True
     summary = "objective perturbation (KST12 / CMS11), replace-one constants"
 
-    def check(self, loss_name, delta, alpha):
+    def check(self, loss_name, delta, alpha=0.0):
         super().check(loss_name, delta, alpha)
-        if loss_name == "squared" and delta == 0:
+        if not get_loss(loss_name).globally_lipschitz and delta == 0:
             raise ValueError(
                 "solver='obj_pert' has no pure-epsilon (delta=0) variant for the squared loss "
                 "(CMS11 needs a loss that is Lipschitz on all of R^d); use delta > 0 or "
@@ -243,7 +241,7 @@ class ObjectivePerturbation(Solver):
         b = gaussian_noise(rng, scale, p) if kind == "gaussian" else l2_laplace_noise(rng, scale, p)
         lam = problem.penalty.alpha + extra
         n = problem.n
-        if problem.loss.name == "squared":
+        if problem.loss.quadratic:
             w, resid = _ridge_on_ball(problem.X, problem.y, lam, b / n, problem.coef_norm)
         else:
             w, resid = _minimise_smooth(problem, lam, b / n)
@@ -374,13 +372,13 @@ class ObjectivePerturbationSVRG(ObjectivePerturbation):
     card = "Sec. 5 reconstructed: certified SVRG solve of the replace-one objective perturbation, then output noise, chained"
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 5 (efficient objective perturbation)"
-    losses = ("logistic",)
+    requires = frozenset({"smooth", "scalar", "globally_lipschitz"})
     pure_dp = False
     summary = "objective perturbation solved by certified mini-batch SVRG, then a small Gaussian output noise"
     defaults = "eps1 = eps/2, eps2 = eps/4, SVRG batch ceil(sqrt n), step 1/(4 beta_J), certificate radius r"
     max_epochs = 60
 
-    def check(self, loss_name, delta, alpha):
+    def check(self, loss_name, delta, alpha=0.0):
         Solver.check(self, loss_name, delta, alpha)
 
     @staticmethod

@@ -54,7 +54,7 @@ class NoisySGD(Solver):
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Alg. 1"
     geometry = "l2"
-    losses = ("logistic", "squared", "hinge")
+    requires = frozenset({"scalar"})  # privacy needs no smoothness (the gradient bound only)
     summary = "multi-pass noisy projected SGD, Poisson sampling, RDP-calibrated, averaged iterate"
     defaults = "T = min(n/8, eps^2 n^2/(32 d ln(1/delta)), 2000), m = n sqrt(eps/(4T)), eta = M/(G sqrt T)"
     option_keys = {"batch_size": "expected Poisson batch size m", "learning_rate": "step eta"}
@@ -141,7 +141,7 @@ class NoisySGDMoreau(NoisySGD):
     card = "Thm 4.4 with the unconstrained Moreau envelope (G-Lipschitz, not 2G) in closed form"
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 4 (Thm 4.4)"
-    losses = ("hinge",)
+    requires = frozenset({"moreau_envelope"})
     summary = "noisy SGD on the Moreau envelope of the hinge loss (closed-form prox), Poisson sampling"
     defaults = "beta = (G/M) min(sqrt(n)/4, eps n/(8 sqrt(d ln(1/delta)))); T, m, eta as noisy_sgd"
 

@@ -173,39 +173,14 @@ def ight(gradient, p, n_nonzero, learning_rate, max_iter, free=None, coef_init=N
 
 
 class _SparseSolver(Solver):
-    """Shared checks for the solvers of the l0-constrained estimators."""
+    """What the solvers of the l0-constrained estimators share."""
 
     constraint = "l0"
-    losses = ("squared", "logistic")
+    requires = frozenset({"smooth", "scalar"})
     #: norm in which per-example gradients are clipped (None: the solver uses bounds)
     clip_order = 2
     #: solver_options keys and their meaning (validated by the estimator)
     option_keys = {}
-
-    def check(self, loss_name, delta, alpha=0.0):
-        if loss_name not in self.losses:
-            raise ValueError(
-                f"solver={self.name!r} does not support the {loss_name} loss; supported: {list(self.losses)}."
-            )
-        if delta == 0 and not self.pure_dp:
-            ok = sorted(n for n, s in _sparse_solvers().items() if s.pure_dp)
-            raise ValueError(
-                f"solver={self.name!r} has no pure-epsilon (delta=0) variant; use delta > 0 or one of {ok}."
-            )
-
-    def check_options(self, options):
-        unknown = sorted(set(options) - set(self.option_keys))
-        if unknown:
-            raise ValueError(
-                f"solver_options keys {unknown} are not used by solver={self.name!r}; "
-                f"it accepts {sorted(self.option_keys)}."
-            )
-
-
-def _sparse_solvers():
-    from ._base import SOLVERS
-
-    return {n: s for n, s in SOLVERS.items() if getattr(s, "constraint", None) == "l0"}
 
 
 @register
@@ -577,7 +552,7 @@ class TwoStage(_SparseSolver):
         K = problem.feature_bound
         R = problem.options.get("coef_norm")
         B = problem.label_bound
-        if problem.loss.name == "squared":
+        if not problem.loss.globally_lipschitz:  # the squared loss: bounded only on a ball, for bounded labels
             if B is None:
                 raise ValueError("solver='two_stage' needs a public label_bound for the squared loss.")
             R = float(R) if R is not None else B / K
