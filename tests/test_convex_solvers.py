@@ -5,13 +5,10 @@ import math
 import numpy as np
 import pytest
 from scipy import optimize, stats
-from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.preprocessing import StandardScaler
 
 from skdp import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, fit_diagnostics, list_solvers
-from skdp.bounds import clip_features, clipped_design
-from skdp.losses import LogisticLoss, moreau_hinge_derivative
-from skdp.penalties import L2Penalty, NormBall, project_l1_ball
+from skdp.losses import LogisticLoss
+from skdp.penalties import L2Penalty, NormBall
 from skdp.privacy import (
     PrivacyBudget,
     ZCDPEvent,
@@ -25,6 +22,8 @@ from skdp.privacy import (
 from skdp.solvers import Problem, get_solver
 from skdp.solvers.constrained import drain_step, gg_geometry
 
+from ._helpers import CLAIM, DELTA, UNDER, canary_scores, canary_worlds, empirical_epsilon_lower_bound
+
 NEW = ["noisy_sfw", "noisy_sfw_lp", "dp_accmd", "phased_sgd", "noisy_sgd", "dp_svrg_pp", "obj_pert_svrg"]
 
 
@@ -36,52 +35,8 @@ def _planning_problem(n, d, loss=None, data_norm=1.0, radius=1.0, geometry_p=1.0
                    options=dict(options or {}))
 
 
-# ------------------------------------------------------------------------------------------
-# geometry helpers
-# ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("p", [1.0, 1.2, 1.5, 2.0])
-def test_lmo_attains_minus_radius_dual_norm(p):
-    rng = np.random.RandomState(1)
-    ball = NormBall(p, 3.0)
-    for _ in range(5):
-        g = rng.randn(12) * 10 ** rng.uniform(-3, 3)
-        w = ball.lmo(g)
-        assert math.isclose(g @ w, -3.0 * ball.dual_norm(g), rel_tol=1e-10)
-        assert math.isclose(ball.norm(w), 3.0, rel_tol=1e-10)
-
-
-def test_project_l1_ball_is_the_euclidean_projection():
-    rng = np.random.RandomState(0)
-    for _ in range(5):
-        v = rng.randn(8) * 2
-        w = project_l1_ball(v, 1.5)
-        cons = {"type": "ineq", "fun": lambda z: 1.5 - np.sum(np.abs(z))}
-        ref = optimize.minimize(lambda z: np.sum((z - v) ** 2), np.zeros(8), constraints=[cons], method="SLSQP",
-                                options={"ftol": 1e-14, "maxiter": 500}).x
-        assert np.sum((w - v) ** 2) <= np.sum((ref - v) ** 2) + 1e-7
-        assert np.abs(w).sum() <= 1.5 + 1e-12
-
-
-@pytest.mark.parametrize("scale", [0.5, 3.0])  # 0.5: entries out of range (clipped); 3.0: none clipped
-@pytest.mark.parametrize("intercept", [None, 0.7])
-def test_lazy_clipped_design_matches_the_clipped_copy(scale, intercept):
-    rng = np.random.RandomState(0)
-    X = rng.uniform(-1, 1, (20000, 7)) * 2.0
-    X_before = X.copy()
-    ref, n_ref = clip_features(X, scale, intercept=intercept)
-    design, n_rows = clipped_design(X, scale, intercept=intercept)
-    assert n_rows == n_ref == int(np.sum(np.abs(X).max(axis=1) > scale))
-    assert design.shape == ref.shape
-    rows = rng.permutation(X.shape[0])[:300]
-    np.testing.assert_array_equal(design[rows], ref[rows])
-    w, W = rng.randn(ref.shape[1]), rng.randn(ref.shape[1], 2)
-    v, V = rng.randn(X.shape[0]), rng.randn(X.shape[0], 3)
-    np.testing.assert_allclose(design @ w, ref @ w, rtol=1e-12, atol=1e-10)
-    np.testing.assert_allclose(design @ W, ref @ W, rtol=1e-12, atol=1e-10)
-    np.testing.assert_allclose(design.T @ v, ref.T @ v, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(design.T @ V, ref.T @ V, rtol=1e-12, atol=1e-9)
-    np.testing.assert_array_equal(design.toarray(), ref)
-    np.testing.assert_array_equal(X, X_before)  # only read
+# (the geometry helpers NormBall.lmo, project_l1_ball, clipped_design and moreau_hinge_derivative are
+# tested in test_penalties.py, test_bounds.py and test_losses.py)
 
 
 # ------------------------------------------------------------------------------------------
@@ -329,26 +284,6 @@ def test_noisy_sgd_card_fixture():
     assert sigma < 0.042919
 
 
-def test_moreau_hinge_gradient_matches_numerical_prox():
-    rng = np.random.RandomState(0)
-    beta = 3.0
-    for _ in range(30):
-        x = rng.randn(4)
-        w = rng.randn(4)
-        y = rng.choice([-1.0, 1.0])
-
-        def env(v):
-            return max(0.0, 1 - y * (v @ x)) + 0.5 * beta * np.sum((v - w) ** 2)
-
-        # prox by 1-d search along x: the minimiser is w + t y x
-        t = optimize.minimize_scalar(lambda t: env(w + t * y * x), bounds=(-10, 10), method="bounded",
-                                     options={"xatol": 1e-12}).x
-        grad_num = beta * (w - (w + t * y * x))
-        c = moreau_hinge_derivative(np.array([w @ x]), np.array([y]), np.array([x @ x]), beta)[0]
-        assert np.allclose(c * x, grad_num, atol=1e-6)
-        assert np.linalg.norm(c * x) <= np.linalg.norm(x) + 1e-12
-
-
 def test_nsgd_moreau_beta_fixture():
     solver = get_solver("nsgd_moreau")
     prob = _planning_problem(10**4, 20, data_norm=1.0, radius=1.0, geometry_p=2.0)
@@ -416,16 +351,11 @@ def test_obj_pert_svrg_certificate_and_budget():
 
 
 # ------------------------------------------------------------------------------------------
-# estimators
+# estimators (breast_cancer, diabetes: standardised, fixtures of conftest.py)
 # ------------------------------------------------------------------------------------------
-def _bc():
-    X, y = load_breast_cancer(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
-
-
 @pytest.mark.parametrize("solver", NEW)
-def test_logistic_runs_every_solver_within_budget(solver):
-    X, y = _bc()
+def test_logistic_runs_every_solver_within_budget(solver, breast_cancer):
+    X, y = breast_cancer
     for eps in (0.1, 1.0, 5.0):
         clf = DPLogisticRegression(epsilon=eps, solver=solver, data_norm=6.0, classes=[0, 1], random_state=0)
         clf.fit(X, y)
@@ -435,9 +365,8 @@ def test_logistic_runs_every_solver_within_budget(solver):
 
 
 @pytest.mark.parametrize("solver", [s for s in NEW if s != "obj_pert_svrg"])
-def test_ridge_runs_every_solver_within_budget(solver):
-    X, y = load_diabetes(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
+def test_ridge_runs_every_solver_within_budget(solver, diabetes):
+    X, y = diabetes
     for eps in (0.1, 2.0):
         reg = DPRidge(epsilon=eps, solver=solver, data_norm=5.0, label_bound=(25, 346), random_state=0)
         reg.fit(X, y)
@@ -445,8 +374,8 @@ def test_ridge_runs_every_solver_within_budget(solver):
         assert reg.planned_events(X.shape[0], X.shape[1]) == reg.privacy_events_
 
 
-def test_refusals_list_the_solvers_that_fit():
-    X, y = _bc()
+def test_refusals_list_the_solvers_that_fit(breast_cancer):
+    X, y = breast_cancer
     # a solver whose proof the estimator's loss does not meet is refused by parameter validation,
     # which lists the solvers that fit
     with pytest.raises(ValueError, match="'solver' parameter of DPRidge must be a str among .*'dp_gd'"):
@@ -481,8 +410,8 @@ def test_dplasso_keeps_the_ball_and_beats_null_on_easy_data():
         assert reg.score(X, y) > 0.1, solver  # better than the null model (R^2 = 0)
 
 
-def test_dplinearsvc_binary_and_refuses_more_classes():
-    X, y = _bc()
+def test_dplinearsvc_binary_and_refuses_more_classes(breast_cancer):
+    X, y = breast_cancer
     scores = [DPLinearSVC(epsilon=1.0, data_norm=6.0, classes=[0, 1], random_state=s).fit(X, y).score(X, y)
               for s in range(5)]
     assert np.mean(scores) > 0.7  # majority class: 0.63
@@ -508,7 +437,6 @@ STAT = ["noisy_sfw", "noisy_sfw_lp", "dp_accmd", "phased_sgd", "noisy_sgd", "dp_
 
 
 def _stat_make(solver):
-    from tests.test_privacy_statistical import CLAIM, DELTA
     if solver == "nsgd_moreau":
         return lambda s: DPLinearSVC(epsilon=CLAIM, delta=DELTA, alpha=0.1, data_norm=1.0, classes=[0, 1],
                                      coef_norm=3.0, fit_intercept=False, random_state=s, max_iter=5)
@@ -520,32 +448,6 @@ def _stat_make(solver):
         fit_intercept=False, random_state=s, max_iter=3 if solver in ("dp_accmd", "dp_svrg_pp") else (
             5 if solver == "noisy_sgd" else None), solver_options=options,
     )
-
-
-def _under_noise(monkeypatch, solver, factor):
-    from skdp.solvers import constrained, gradient, perturbation, sgd
-    if solver == "noisy_sfw":
-        orig = constrained.gumbel_scale
-        monkeypatch.setattr(constrained, "gumbel_scale", lambda *a: orig(*a) / factor)
-    elif solver == "noisy_sfw_lp":
-        orig = constrained.generalized_gaussian_sigma
-        monkeypatch.setattr(constrained, "generalized_gaussian_sigma",
-                            lambda *a: (orig(*a)[0] / factor, orig(*a)[1]))
-    elif solver in ("dp_accmd", "phased_sgd"):
-        orig = constrained.calibrate_gaussian
-        monkeypatch.setattr(constrained, "calibrate_gaussian", lambda *a: orig(*a) / factor)
-    elif solver in ("noisy_sgd", "nsgd_moreau"):
-        orig = sgd._noise_multiplier
-        monkeypatch.setattr(sgd, "_noise_multiplier", lambda *a: orig(*a) / factor)
-    elif solver == "dp_svrg_pp":
-        orig = gradient.DPSVRG.noise_std
-        monkeypatch.setattr(gradient.DPSVRG, "noise_std",
-                            lambda self, *a: (orig(self, *a)[0] / factor, orig(self, *a)[1]))
-    elif solver == "obj_pert_svrg":
-        o1, o2 = perturbation.objective_perturbation_gaussian, perturbation.calibrate_gaussian
-        monkeypatch.setattr(perturbation, "objective_perturbation_gaussian",
-                            lambda *a: (o1(*a)[0] / factor, o1(*a)[1]))
-        monkeypatch.setattr(perturbation, "calibrate_gaussian", lambda *a: o2(*a) / factor)
 
 
 def _fw_worlds():
@@ -561,28 +463,25 @@ def _fw_worlds():
 
 
 def _stat_scores(solver):
-    from tests.test_privacy_statistical import _scores, _worlds
-    worlds = _fw_worlds() if solver in ("noisy_sfw", "noisy_sfw_lp") else _worlds("clf")
-    return _scores(_stat_make(solver), worlds)
+    worlds = _fw_worlds() if solver in ("noisy_sfw", "noisy_sfw_lp") else canary_worlds("clf")
+    return canary_scores(_stat_make(solver), worlds)
 
 
 @pytest.mark.parametrize("solver", STAT)
 def test_empirical_epsilon_within_claim(solver):
-    from tests.test_privacy_statistical import CLAIM, empirical_epsilon_lower_bound
     s0, s1 = _stat_scores(solver)
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb <= CLAIM, f"{solver}: empirical epsilon lower bound {eps_lb:.3f} > claim {CLAIM}"
 
 
 @pytest.mark.parametrize("solver", STAT)
-def test_audit_detects_under_noised_solver(solver, monkeypatch):
+def test_audit_detects_under_noised_solver(solver, under_noise):
     """Positive control: the same canary test flags each solver with 1/50 of its noise."""
-    from tests.test_privacy_statistical import CLAIM, empirical_epsilon_lower_bound
     # objective perturbation's noise is far larger than the canary's gradient (as for two_stage in
     # test_sparse.py), and a Frank-Wolfe selection on 12 rows sees the canary's score shift next to a
     # Gumbel scale sized for 7 selections: 1/50 of either still hides the canary; 1/1000 is still broken
-    _under_noise(monkeypatch, solver, 1000.0 if solver in ("obj_pert_svrg", "noisy_sfw") else 50.0)
-    s0, s1 = _stat_scores(solver)
+    with under_noise(1 / (1000 if solver in ("obj_pert_svrg", "noisy_sfw") else UNDER)):
+        s0, s1 = _stat_scores(solver)
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb > CLAIM, f"{solver}: the test did not detect an under-noised solver ({eps_lb:.3f})"
 

@@ -4,9 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 from skdp import DPLogisticRegression, DPRidge
 from skdp.audit import audit_solvers
@@ -128,11 +125,8 @@ def test_dp_lssgd_leaves_the_intercept_unsmoothed():
     assert out[3] == 3.0 and not np.allclose(out[:3], v[:3])
 
 
-def test_dp_lssgd_utility_and_options():
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    sc = StandardScaler().fit(Xtr)
-    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+def test_dp_lssgd_utility_and_options(breast_cancer_split):
+    Xtr, Xte, ytr, yte = breast_cancer_split
     acc = np.mean([DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=math.sqrt(30), classes=[0, 1],
                                         random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
     assert acc > 0.85
@@ -245,35 +239,16 @@ def test_dp_srm_options_and_theory_constants():
 
 
 @pytest.mark.parametrize("solver", ["rrpsgd", "dp_srm"])
-def test_new_solvers_learn(solver):
-    X, y = load_breast_cancer(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    sc = StandardScaler().fit(Xtr)
-    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+def test_new_solvers_learn(solver, breast_cancer_split):
+    Xtr, Xte, ytr, yte = breast_cancer_split
     acc = np.mean([DPLogisticRegression(2.0, solver=solver, data_norm=math.sqrt(30), classes=[0, 1],
                                         random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
     assert acc > 0.85
 
 
 # ------------------------------------------------------------------------------------------
-# the nonconvex penalty (seed 004, ch. 4 experiments)
+# the nonconvex penalty (seed 004, ch. 4 experiments; its value, gradient and constants: test_penalties.py)
 # ------------------------------------------------------------------------------------------
-def test_nonconvex_penalty_value_gradient_smoothness():
-    from skdp.penalties import NonconvexPenalty
-
-    pen = NonconvexPenalty(0.3)
-    rng = np.random.RandomState(0)
-    w = rng.randn(7) * 2
-    h = 1e-6
-    num = np.array([(pen.value(w + h * e) - pen.value(w - h * e)) / (2 * h) for e in np.eye(7)])
-    np.testing.assert_allclose(pen.gradient(w), num, rtol=1e-6, atol=1e-9)
-    t = np.linspace(-5, 5, 2001)
-    curvature = np.gradient(pen.gradient(t), t)  # coordinate-wise second derivative
-    assert curvature.max() <= pen.smoothness * (1 + 1e-3) and curvature.max() > 0.99 * pen.smoothness
-    assert curvature.min() < 0  # genuinely nonconvex
-    assert pen.alpha == 0.0 and not pen.convex
-
-
 @pytest.mark.parametrize("solver", ["dp_gd", "dp_lssgd", "rrpsgd", "dp_srm"])
 def test_nonconvex_penalty_runs_within_budget(solver):
     X, y = _data(n=400, d=8)

@@ -11,6 +11,8 @@ from skdp import DPLogisticRegression, PrivacyBudget, PrivacyLeakWarning, Privac
 from skdp.privacy import BoundedRangeEvent, gdp_mu, price
 from skdp.preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 
+from ._helpers import empirical_epsilon_lower_bound
+
 
 @parametrize_with_checks([DPStandardScaler(random_state=0), DPStandardScaler(bounds=(-10, 10), clip_norm="auto", random_state=0),
                           DPMinMaxScaler(bounds=(-10, 10), random_state=0)])
@@ -51,19 +53,22 @@ def test_bad_bounds():
         DPStandardScaler(bounds=(0, 1, 2)).fit(X)
 
 
-def test_empirical_privacy_of_the_mean_release():
+def test_empirical_privacy_of_the_mean_release(under_noise):
     """One row moved from the lower to the upper bound; the released mean of the
     first feature must not separate the worlds beyond the claim (and does at 1/10 the noise)."""
-    from tests.test_privacy_statistical import empirical_epsilon_lower_bound
-
     rng = np.random.RandomState(0)
     base = rng.uniform(0, 1, size=(30, 2))
     d0, d1 = base.copy(), base.copy()
     d0[0] = 0.0
     d1[0] = 1.0
-    s = [np.array([DPStandardScaler(1.0, bounds=(0, 1), random_state=k).fit(D).mean_[0] for k in range(600)])
-         for D in (d0, d1)]
-    assert empirical_epsilon_lower_bound(s[0], s[1]) <= 1.0
+
+    def scores():
+        return [np.array([DPStandardScaler(1.0, bounds=(0, 1), random_state=k).fit(D).mean_[0] for k in range(600)])
+                for D in (d0, d1)]
+
+    assert empirical_epsilon_lower_bound(*scores()) <= 1.0
+    with under_noise(0.1):  # the positive control the docstring promises
+        assert empirical_epsilon_lower_bound(*scores()) > 1.0
 
 
 def _brute_force_sensitivities(d, radius, rng):
@@ -149,23 +154,22 @@ def test_clip_norm_auto_prices_the_selection():
     assert sc0.privacy_spent_ == PrivacyBudget(0.8, 0.0)
 
 
-def test_clip_norm_empirical_privacy_and_positive_control():
+def test_clip_norm_empirical_privacy_and_positive_control(under_noise):
     """The canary moves from -c e_1 to +c e_1 (the worst pair for the mean of feature 0)."""
     from skdp.audit import epsilon_lower_bound
-    from skdp.privacy.mechanisms import scaled_noise
 
     c = 0.2
     base = np.full((30, 2), 0.5)
     d0, d1 = base.copy(), base.copy()
     d0[0, 0], d1[0, 0] = 0.5 - c, 0.5 + c
 
-    def scores(mult):
-        with scaled_noise(mult):
-            return [np.array([DPStandardScaler(1.0, bounds=(0, 1), clip_norm=c, random_state=k).fit(D).mean_[0]
-                              for k in range(600)]) for D in (d1, d0)]
+    def scores():
+        return [np.array([DPStandardScaler(1.0, bounds=(0, 1), clip_norm=c, random_state=k).fit(D).mean_[0]
+                          for k in range(600)]) for D in (d1, d0)]
 
-    assert epsilon_lower_bound(*scores(1.0), 1e-5)["epsilon"] <= 1.0
-    assert epsilon_lower_bound(*scores(0.1), 1e-5)["epsilon"] > 1.0
+    assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] <= 1.0
+    with under_noise(0.1):
+        assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] > 1.0
 
 
 def test_clip_norm_helps_a_small_private_pipeline():
@@ -280,23 +284,22 @@ def test_minmax_bad_parameters_and_derived_bounds():
     assert math.isinf(sc.privacy_spent_.epsilon)
 
 
-def test_minmax_empirical_privacy_and_positive_control():
+def test_minmax_empirical_privacy_and_positive_control(under_noise):
     """One row moved from the lower to the upper bound; the released upper quantile of feature 0."""
     from skdp.audit import epsilon_lower_bound
-    from skdp.privacy.mechanisms import scaled_noise
 
     rng = np.random.RandomState(0)
     base = rng.uniform(0.45, 0.55, size=(40, 1))  # the canary alone decides where the top quantile lies
     d0, d1 = base.copy(), base.copy()
     d0[0], d1[0] = 0.0, 1.0
 
-    def scores(mult):
-        with scaled_noise(mult):
-            return [np.array([DPMinMaxScaler(1.0, bounds=(0, 1), quantile=0.02, n_grid=8, random_state=k)
-                              .fit(D).data_max_[0] for k in range(300)]) for D in (d1, d0)]
+    def scores():
+        return [np.array([DPMinMaxScaler(1.0, bounds=(0, 1), quantile=0.02, n_grid=8, random_state=k)
+                          .fit(D).data_max_[0] for k in range(300)]) for D in (d1, d0)]
 
-    assert epsilon_lower_bound(*scores(1.0), 1e-5)["epsilon"] <= 1.0
-    assert epsilon_lower_bound(*scores(0.05), 1e-5)["epsilon"] > 1.0
+    assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] <= 1.0
+    with under_noise(0.05):
+        assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] > 1.0
 
 
 def test_minmax_in_a_pipeline_budget():

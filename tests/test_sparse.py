@@ -7,17 +7,16 @@ import pytest
 import scipy.sparse as sp
 from scipy import optimize, stats
 from sklearn.linear_model import Ridge
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdp import DPSparseLinearRegression, DPSparseLogisticRegression, PrivacyLeakWarning
 from skdp.datasets import make_sparse_classification, make_sparse_regression
 from skdp.losses import LogisticLoss, SquaredLoss
 from skdp.penalties import hard_threshold
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, PrivacyBudget, price
-from skdp.solvers import get_solver, list_solvers, perturbation, sparse
+from skdp.solvers import get_solver, list_solvers, sparse
 from skdp.solvers.sparse import SparseProblem, ight, teacher_sensitivity
 
-from .test_privacy_statistical import empirical_epsilon_lower_bound
+from ._helpers import CLAIM, UNDER, canary_scores, empirical_epsilon_lower_bound
 
 SPARSE_SOLVERS = ["dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"]
 
@@ -28,16 +27,7 @@ def _gdp_mu(eps, delta):
     return optimize.brentq(f, 1e-3, 50, xtol=1e-14)
 
 
-# -- hard thresholding and IGHT -----------------------------------------------------------
-def test_hard_threshold_ties_free_and_size():
-    v = np.array([1.0, -3.0, 3.0, 0.5, 2.0, 9.0])
-    out = hard_threshold(v, 2, free=5)
-    assert np.array_equal(out, [0, -3.0, 3.0, 0, 0, 9.0])  # tie between |-3| and 3 -> lower index first
-    assert np.count_nonzero(hard_threshold(v, 3)) == 3
-    assert np.array_equal(hard_threshold(v, 10), v)
-    assert v[0] == 1.0  # input untouched
-
-
+# -- IGHT (hard_threshold itself: test_penalties.py) ----------------------------------------
 def test_ight_orthogonal_design_fixed_point():
     rng = np.random.RandomState(0)
     n, d, s = 400, 50, 5
@@ -174,15 +164,15 @@ def test_dpsl_kt_noise_scale_independent_computation():
     assert arrays == {"coef_", "support_"}
 
 
-def test_dpsl_kt_zero_noise_student_recovers_teacher(monkeypatch):
+def test_dpsl_kt_zero_noise_student_recovers_teacher(under_noise):
     rng = np.random.RandomState(0)
     X, y, _ = make_sparse_regression(2000, 40, 4, noise=0.0, random_state=1)
-    monkeypatch.setattr(sparse, "gaussian_noise", lambda rng, sigma, size: np.zeros(size))
     prob = _problem(X, y, SquaredLoss(), 40, clip=100.0, options={"teacher_alpha": 0.05, "n_synthetic": 2000,
                                                                      "teacher_tol": 1e-9})
     solver = get_solver("dpsl_kt")
     teacher, _ = solver._teacher(prob, 0.05, 1e-12)
-    res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), rng)
+    with under_noise(1e-12):  # (almost) no noise on the synthetic labels
+        res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), rng)
     assert np.linalg.norm(res.coef - teacher) <= 1e-6 * np.linalg.norm(teacher)
 
 
@@ -210,12 +200,12 @@ def _project_l1(v, r):
     return np.sign(v) * np.maximum(np.abs(v) - theta, 0)
 
 
-def test_dp_fw_noise_free_reaches_l1_optimum(monkeypatch):
+def test_dp_fw_noise_free_reaches_l1_optimum(under_noise):
     X, y, _ = make_sparse_regression(500, 20, 3, random_state=2)
     r, T, n = 2.0, 300, 500
-    monkeypatch.setattr(sparse, "report_noisy_max", lambda rng, scores, scale: int(np.argmax(scores)))
     prob = _problem(X, y, SquaredLoss(), 20, clip=1e9, order=np.inf, max_iter=T, options={"l1_radius": r})
-    res = get_solver("dp_fw_l1").solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0))
+    with under_noise(1e-12):  # the noisy max is (up to 1e-12 of its scale) the argmax
+        res = get_solver("dp_fw_l1").solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0))
     assert np.abs(res.coef).sum() <= r + 1e-12
     f = lambda w: 0.5 * np.mean((X @ w - y) ** 2)  # noqa: E731
     H = X.T @ X / n
@@ -229,13 +219,13 @@ def test_dp_fw_noise_free_reaches_l1_optimum(monkeypatch):
 
 
 # -- two_stage ------------------------------------------------------------------------------
-def test_two_stage_stage2_without_noise_is_ridge(monkeypatch):
+def test_two_stage_stage2_without_noise_is_ridge(under_noise):
     X, y, _ = make_sparse_regression(400, 6, 2, noise=0.05, random_state=3)
-    monkeypatch.setattr(perturbation, "gaussian_noise", lambda rng, s, size: np.zeros(size))
     solver = get_solver("two_stage")
     prob = _problem(X, y, SquaredLoss(), 6, None, label_bound=3.0, options={"coef_norm": 100.0})
     sub = solver.stage2_problem(prob, np.arange(6))
-    res = get_solver("obj_pert").solve(sub, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0))
+    with under_noise(1e-12):  # (almost) no objective-perturbation noise
+        res = get_solver("obj_pert").solve(sub, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0))
     lam = res.info["alpha_effective"]
     ref = Ridge(alpha=lam * 400, fit_intercept=False).fit(X, y).coef_
     np.testing.assert_allclose(res.coef, ref, atol=1e-6)
@@ -341,22 +331,10 @@ def test_planned_events_match_fit_and_ledger(tmp_path):
         DPSparseLinearRegression(epsilon=1.0, random_state=0).fit(X, y, privacy_ledger=ledger)
 
 
-# -- sklearn compatibility --------------------------------------------------------------------
-ESTIMATORS = [DPSparseLinearRegression(solver=s, label_bound=(-500.0, 500.0), random_state=0)
-              for s in SPARSE_SOLVERS] + [DPSparseLogisticRegression(solver=s, random_state=0) for s in SPARSE_SOLVERS]
+# (sklearn compatibility of the sparse estimators: test_common.py, driven by the solver registry)
 
 
-@parametrize_with_checks(ESTIMATORS)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
-
-
-# -- statistical privacy tests ------------------------------------------------------------------
-N_FITS = 300
-CLAIM = 1.0
-UNDER = 50
-
-
+# -- statistical privacy tests (helpers: _helpers.py; positive controls: conftest.py's under_noise) ------
 def _sparse_worlds():
     """Background rows on features 0, 1 (small labels); a boundary canary (0, 0, +-1) with label 1."""
     rng = np.random.RandomState(0)
@@ -376,7 +354,7 @@ def _sparse_make(solver):
 
 
 def _sparse_scores(make):
-    return [np.array([make(seed).fit(X, y).coef_[2] for seed in range(N_FITS)]) for X, y in _sparse_worlds()]
+    return canary_scores(make, _sparse_worlds())
 
 
 @pytest.mark.parametrize("solver", SPARSE_SOLVERS)
@@ -387,22 +365,11 @@ def test_sparse_empirical_epsilon_within_claim(solver):
 
 
 @pytest.mark.parametrize("solver", SPARSE_SOLVERS)
-def test_sparse_audit_detects_under_noised_solver(solver, monkeypatch):
-    if solver in ("dp_ight", "dpsl_kt"):
-        orig = sparse.calibrate_gaussian
-        monkeypatch.setattr(sparse, "calibrate_gaussian", lambda *a: orig(*a) / UNDER)
-    elif solver == "dp_fw_l1":
-        orig = sparse.gumbel_scale
-        monkeypatch.setattr(sparse, "gumbel_scale", lambda *a: orig(*a) / UNDER)
-    else:
-        # objective perturbation's noise is ~100x the canary's gradient here, so 1/50 of it
-        # still hides the canary; 1/1000 shows the test's power on this solver too.
-        orig_lap = sparse.laplace_noise
-        monkeypatch.setattr(sparse, "laplace_noise", lambda rng, scale, size: orig_lap(rng, scale / 1000, size))
-        orig = perturbation.objective_perturbation_gaussian
-        monkeypatch.setattr(perturbation, "objective_perturbation_gaussian",
-                            lambda *a: (orig(*a)[0] / 1000, orig(*a)[1]))
-    s0, s1 = _sparse_scores(_sparse_make(solver))
+def test_sparse_audit_detects_under_noised_solver(solver, under_noise):
+    # two_stage: objective perturbation's noise is ~100x the canary's gradient here, so 1/50 of it
+    # still hides the canary; 1/1000 (of its selection and its stage-2 noise) shows the test's power too.
+    with under_noise(1 / (1000 if solver == "two_stage" else UNDER)):
+        s0, s1 = _sparse_scores(_sparse_make(solver))
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb > CLAIM, f"{solver}: the test did not detect an under-noised solver ({eps_lb:.3f})"
 

@@ -2,14 +2,15 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
 
-__all__ = ["Problem", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice"]
+__all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
+           "public_view"]
 
 
 @dataclass
@@ -116,10 +117,39 @@ class Problem:
         return float(np.mean(self.loss.value(Z, self.y))) + self.penalty.value(coef)
 
 
+def public_view(problem):
+    """``problem`` without its data: only ``n``, ``p``, the bounds and the settings remain.
+
+    Plans are made from this view, so a plan *cannot* read a row: the same
+    function of the same public quantities gives the ledger's charge (before
+    the data is touched) and the fit's schedule and noise.
+    """
+    hidden = {f.name: None for f in fields(problem) if f.name in ("X", "y", "norms")}
+    if problem.X is None:
+        return problem
+    return replace(problem, **hidden, n_samples=problem.n, n_features=problem.p)
+
+
+@dataclass(frozen=True)
+class SolverPlan:
+    """A fit before the data is touched: what it will release and the public schedule it runs.
+
+    ``events`` are the privacy events, ``noise_scale`` the headline noise
+    scale (``noise_scale_``), ``settings`` whatever else :meth:`Solver.run`
+    needs (steps, noise std, step sizes, batch sizes, ...); all are functions
+    of public quantities only (see :func:`public_view`).
+    """
+
+    events: tuple
+    noise_scale: float
+    settings: dict = field(default_factory=dict)
+
+
 @dataclass
 class SolverResult:
     """What a solver returns: coefficients, iterations, released events, noise scale.
 
+    ``events`` and ``noise_scale`` are the plan's (set by :meth:`Solver.solve`).
     ``info`` holds public facts about the run (schedule, step size, noise
     multiplier): it becomes the fitted attribute ``solver_info_``.
     ``diagnostics`` holds exact statistics of the data (e.g. a KKT residual):
@@ -129,10 +159,10 @@ class SolverResult:
 
     coef: np.ndarray
     n_iter: int
-    events: list
-    noise_scale: float
     info: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
+    events: list = None
+    noise_scale: float = None
 
 
 class Solver:
@@ -234,17 +264,36 @@ class Solver:
                 f"solver={self.name!r} needs a strongly convex objective: set alpha > 0."
             )
 
-    def plan(self, problem, budget):  # pragma: no cover - abstract
-        """The events ``solve`` will release, computed from public quantities only.
+    def make_plan(self, problem, budget):  # pragma: no cover - abstract
+        """The :class:`SolverPlan` for ``problem`` at ``budget``.
 
-        ``problem`` may be data-free (``X=None``, ``n_samples`` set): every
-        sensitivity and noise scale depends only on ``n``, the bounds and the
-        schedule, never on the data. ``solve`` releases exactly these events.
+        ``problem`` is data-free (:func:`public_view`): every sensitivity,
+        noise scale and schedule depends only on ``n``, ``p``, the bounds and
+        the settings, never on the data.
         """
         raise NotImplementedError
 
-    def solve(self, problem, budget, rng):  # pragma: no cover - abstract
+    def run(self, problem, plan, rng):  # pragma: no cover - abstract
+        """Execute ``plan`` on the bounded data: a :class:`SolverResult` (its events are the plan's)."""
         raise NotImplementedError
+
+    def plan(self, problem, budget):
+        """The events :meth:`solve` will release, computed before (and without) the data."""
+        return list(self.make_plan(public_view(problem), budget).events)
+
+    def solve(self, problem, budget, rng):
+        """Plan from the public view of ``problem``, run the plan, and report the plan's events.
+
+        Released equals planned by construction: the events are never
+        recomputed after the data is read, and :meth:`run` takes its noise
+        scales from the plan.
+        """
+        plan = self.make_plan(public_view(problem), budget)
+        result = self.run(problem, plan, rng)
+        result.events = list(plan.events)
+        if result.noise_scale is None:  # a run may report the scale in the released units (a grid release)
+            result.noise_scale = float(plan.noise_scale)
+        return result
 
 
 SOLVERS = {}

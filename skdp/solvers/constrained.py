@@ -38,7 +38,7 @@ from ..privacy import (
     gumbel_scale,
     report_noisy_max,
 )
-from ._base import Solver, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register
 
 __all__ = ["NoisySFW", "NoisySFWLp", "DPAccMD", "PhasedSGD", "glm_constants", "drain_step", "gg_geometry"]
 
@@ -189,17 +189,17 @@ class NoisySFW(_BallSolver):
         sens = r * np.maximum(first_part, np.where(t == 0, 0.0, step_part))
         return sens
 
-    def plan(self, problem, budget):
-        _, _, T, _ = self.schedule(problem)
-        return [BoundedRangeEvent(calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation), T)]
-
-    def solve(self, problem, budget, rng):
-        ball = self._ball(problem)
-        n, p = problem.n, problem.p
+    def make_plan(self, problem, budget):
         first, b, T, eta = self.schedule(problem)
         eps0 = calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation)
-        sens = self.sensitivities(problem, first, b, T, eta)
-        scales = np.array([gumbel_scale(s, eps0) for s in sens])
+        scales = np.array([gumbel_scale(s, eps0) for s in self.sensitivities(problem, first, b, T, eta)])
+        return SolverPlan((BoundedRangeEvent(eps0, T),), float(scales.max()),
+                          {"first": first, "b": b, "T": T, "eta": eta, "eps0": eps0, "scales": scales})
+
+    def run(self, problem, plan, rng):
+        ball = self._ball(problem)
+        n, p = problem.n, problem.p
+        first, b, T, eta, eps0, scales = (plan.settings[k] for k in ("first", "b", "T", "eta", "eps0", "scales"))
         alpha = problem.penalty.alpha
         r = ball.radius
         order = rng.permutation(n)
@@ -220,7 +220,7 @@ class NoisySFW(_BallSolver):
             x[j % p] += eta * (r if j < p else -r)
         info = {"batch_size": b, "learning_rate": eta, "selection_epsilon": eps0, "radius": r,
                 "passes": (first + 2 * (T - 1) * b) / n}
-        return SolverResult(x, T, [BoundedRangeEvent(eps0, T)], float(scales.max()), info)
+        return SolverResult(x, T, info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -320,16 +320,18 @@ class NoisySFWLp(_BallSolver):
             )
         return b, T
 
-    def plan(self, problem, budget):
-        _, rho = generalized_gaussian_sigma(1.0, 1.0, budget.epsilon, budget.delta)
-        return [ZCDPEvent(rho)]
+    def make_plan(self, problem, budget):
+        b, T = self.schedule(problem)
+        r_gg, kappa = gg_geometry(self._ball(problem).q, problem.p)
+        unit_sigma, rho = generalized_gaussian_sigma(1.0, kappa, budget.epsilon, budget.delta)
+        # noise_scale_: run reports the largest release's scale (sensitivity x unit_sigma, public)
+        return SolverPlan((ZCDPEvent(rho),), unit_sigma,
+                          {"b": b, "T": T, "r_gg": r_gg, "kappa": kappa, "unit_sigma": unit_sigma})
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         ball = self._ball(problem)
         n, d = problem.n, problem.p
-        b, T = self.schedule(problem)
-        r_gg, kappa = gg_geometry(ball.q, d)
-        unit_sigma, rho = generalized_gaussian_sigma(1.0, kappa, budget.epsilon, budget.delta)
+        b, T, r_gg, kappa, unit_sigma = (plan.settings[k] for k in ("b", "T", "r_gg", "kappa", "unit_sigma"))
         _, L0, L1 = glm_constants(problem, ball)
         D = ball.diameter
         alpha = problem.penalty.alpha
@@ -371,7 +373,7 @@ class NoisySFWLp(_BallSolver):
             visit(t, 0, x_root, g)
         info = {"batch_size": b, "n_phases": T, "p": ball.p, "kappa": kappa, "gg_norm": r_gg,
                 "rows_used": state["pos"], "releases": state["releases"], "fw_steps": state["steps"]}
-        return SolverResult(state["x"], T, [ZCDPEvent(rho)], state["max_sigma"], info)
+        return SolverResult(state["x"], T, info, noise_scale=state["max_sigma"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -460,14 +462,15 @@ class DPAccMD(_BallSolver):
     def noise_std(self, problem, budget, T):
         return calibrate_gaussian(T * (2 * problem.gradient_bound / problem.n) ** 2, budget.epsilon, budget.delta)
 
-    def plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        return [GaussianEvent(2 * problem.gradient_bound / problem.n, self.noise_std(problem, budget, T), T)]
-
-    def solve(self, problem, budget, rng):
-        ball = self._ball(problem)
+    def make_plan(self, problem, budget):
         T = self.steps(problem, budget)
         sigma = self.noise_std(problem, budget, T)
+        return SolverPlan((GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T),), sigma,
+                          {"T": T, "sigma": sigma})
+
+    def run(self, problem, plan, rng):
+        ball = self._ball(problem)
+        T, sigma = plan.settings["T"], plan.settings["sigma"]
         alpha_pen = problem.penalty.alpha
         L = problem.smoothness + alpha_pen
         r = ball.radius
@@ -505,8 +508,7 @@ class DPAccMD(_BallSolver):
                 y = ball.project(x - g / (4 * L))
                 z = ball.project(z - a * r * r * g)
             coef = y
-        event = GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T)
-        return SolverResult(coef, T, [event], sigma, {"geometry": "l1" if ball.p == 1.0 else "l2", "radius": r})
+        return SolverResult(coef, T, {"geometry": "l1" if ball.p == 1.0 else "l2", "radius": r})
 
 
 # ---------------------------------------------------------------------------------------
@@ -588,15 +590,15 @@ class PhasedSGD(_BallSolver):
         sens = 2 * problem.gradient_bound * eta / 4
         return sens, calibrate_gaussian(sens**2, budget.epsilon, budget.delta)
 
-    def plan(self, problem, budget):
-        sens, sigma = self.noise(problem, budget, self.learning_rate(problem, budget))
-        return [GaussianEvent(sens, sigma, 1)]
+    def make_plan(self, problem, budget):
+        eta = self.learning_rate(problem, budget)
+        sens, sigma = self.noise(problem, budget, eta)
+        return SolverPlan((GaussianEvent(sens, sigma, 1),), sigma, {"eta": eta, "sigma1": sigma})
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         ball = self._ball(problem)
         sizes, m = self.schedule(problem)
-        eta = self.learning_rate(problem, budget)
-        sens1, sigma1 = self.noise(problem, budget, eta)
+        eta, sigma1 = plan.settings["eta"], plan.settings["sigma1"]
         alpha = problem.penalty.alpha
         order = rng.permutation(problem.n)
         w = np.zeros(problem.p)
@@ -616,4 +618,4 @@ class PhasedSGD(_BallSolver):
             w = avg / n_steps + gaussian_noise(rng, sigma1 / 4 ** (i - 1), w.shape)
         coef = ball.project(w)
         info = {"phases": len(sizes), "batch_size": m, "learning_rate": eta}
-        return SolverResult(coef, len(sizes), [GaussianEvent(sens1, sigma1, 1)], sigma1, info)
+        return SolverResult(coef, len(sizes), info)

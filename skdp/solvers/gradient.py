@@ -7,7 +7,7 @@ import numpy as np
 
 from ..losses import get_loss
 from ..privacy import GaussianEvent, PoissonGaussianEvent, calibrate, calibrate_gaussian, gaussian_noise
-from ._base import Solver, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register
 
 __all__ = ["DPGradientDescent", "DPSVRG", "DPSVRGPlusPlus"]
 
@@ -75,13 +75,13 @@ class DPGradientDescent(Solver):
     def steps(self, problem, budget):
         return problem.max_iter or self.default_steps(problem.n, budget.epsilon, problem.loss.name)
 
-    def plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        return self.events(problem, self.noise_std(problem, budget, T), T)
-
-    def solve(self, problem, budget, rng):
+    def make_plan(self, problem, budget):
         T = self.steps(problem, budget)
         sigma = self.noise_std(problem, budget, T)
+        return SolverPlan(tuple(self.events(problem, sigma, T)), sigma, {"T": T, "sigma": sigma})
+
+    def run(self, problem, plan, rng):
+        T, sigma = plan.settings["T"], plan.settings["sigma"]
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
         convex = getattr(problem.penalty, "convex", True)
@@ -91,7 +91,7 @@ class DPGradientDescent(Solver):
                 w = problem.penalty.prox(w - eta * g, eta)
             else:  # the nonconvex penalty: an explicit gradient step (it is data-independent)
                 w = w - eta * (g + problem.penalty.gradient(w))
-        return SolverResult(w, T, self.events(problem, sigma, T), sigma, {"learning_rate": eta})
+        return SolverResult(w, T, {"learning_rate": eta})
 
 
 def poisson_sample(rng, n, q):
@@ -200,36 +200,40 @@ class DPSVRG(Solver):
             PoissonGaussianEvent(b / n, b * math.sqrt(1 - f) * sigma / (2 * G), T * m),
         ]
 
-    def plan(self, problem, budget):
-        T, m, b = self.schedule(problem)
-        sigma, f = self.noise_std(problem, budget, T, m, b)
-        return self.events(problem, sigma, f, T, m, b)
+    def _plan(self, problem, budget, n_epochs, n_steps, b, **settings):
+        sigma, f = self.noise_std(problem, budget, n_epochs, n_steps, b)
+        return SolverPlan(tuple(self.events(problem, sigma, f, n_epochs, n_steps, b)), sigma,
+                          dict(settings, sigma=sigma, split=f, b=b))
 
-    def solve(self, problem, budget, rng):
+    def make_plan(self, problem, budget):
         T, m, b = self.schedule(problem)
+        return self._plan(problem, budget, T, m, b, T=T, m=m)
+
+    @staticmethod
+    def _epoch(problem, w, snapshot, steps, plan, eta, rng):
+        """``steps`` variance-reduced noisy prox steps from ``w``: (last iterate, average iterate)."""
+        b, sigma = plan.settings["b"], plan.settings["sigma"]
         n = problem.n
-        sigma, f = self.noise_std(problem, budget, T, m, b)
+        full = problem.mean_gradient(snapshot)
+        avg = np.zeros_like(w)
+        for _ in range(steps):
+            rows = poisson_sample(rng, n, b / n)
+            diff = 0.0
+            if rows.size:
+                diff = (problem.mean_gradient(w, rows=rows, n_total=b)
+                        - problem.mean_gradient(snapshot, rows=rows, n_total=b))
+            w = problem.penalty.prox(w - eta * (diff + full + gaussian_noise(rng, sigma, w.shape)), eta)
+            avg += w
+        return w, avg / steps
+
+    def run(self, problem, plan, rng):
+        T, m = plan.settings["T"], plan.settings["m"]
         eta = 0.5 / (problem.smoothness + problem.penalty.alpha)
-        q = b / n
         snapshot = np.zeros(problem.coef_shape)
         for _ in range(T):
-            full = problem.mean_gradient(snapshot)
-            w = snapshot.copy()
-            avg = np.zeros_like(w)
-            for _ in range(m):
-                rows = poisson_sample(rng, n, q)
-                if rows.size:
-                    diff = problem.mean_gradient(w, rows=rows, n_total=b) - problem.mean_gradient(
-                        snapshot, rows=rows, n_total=b
-                    )
-                else:
-                    diff = 0.0
-                v = diff + full + gaussian_noise(rng, sigma, w.shape)
-                w = problem.penalty.prox(w - eta * v, eta)
-                avg += w
-            snapshot = avg / m
-        events = self.events(problem, sigma, f, T, m, b)
-        return SolverResult(snapshot, T, events, sigma, {"batch_size": b, "inner_steps": m, "split": f})
+            _, snapshot = self._epoch(problem, snapshot.copy(), snapshot, m, plan, eta, rng)
+        return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": m,
+                                          "split": plan.settings["split"]})
 
 
 @register
@@ -273,37 +277,17 @@ class DPSVRGPlusPlus(DPSVRG):
     def total_steps(T, m):
         return m * (2 ** (T + 1) - 2)
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
         T, m, b = self.schedule(problem)
-        N = self.total_steps(T, m)
-        sigma, f = self.noise_std(problem, budget, 1, N, b)
-        return self.events(problem, sigma, f, 1, N, b)
+        return self._plan(problem, budget, 1, self.total_steps(T, m), b, T=T, m=m)
 
-    def solve(self, problem, budget, rng):
-        T, m, b = self.schedule(problem)
-        N = self.total_steps(T, m)
-        n = problem.n
-        sigma, f = self.noise_std(problem, budget, 1, N, b)
+    def run(self, problem, plan, rng):
+        T, m = plan.settings["T"], plan.settings["m"]
         eta = 0.5 / (problem.smoothness + problem.penalty.alpha)
-        q = b / n
         snapshot = np.zeros(problem.coef_shape)
         w = snapshot.copy()
-        steps = 0
         for s in range(1, T + 1):
-            full = problem.mean_gradient(snapshot)
-            avg = np.zeros_like(w)
-            m_s = 2**s * m
-            for _ in range(m_s):
-                rows = poisson_sample(rng, n, q)
-                if rows.size:
-                    diff = problem.mean_gradient(w, rows=rows, n_total=b) - problem.mean_gradient(
-                        snapshot, rows=rows, n_total=b
-                    )
-                else:
-                    diff = 0.0
-                w = problem.penalty.prox(w - eta * (diff + full + gaussian_noise(rng, sigma, w.shape)), eta)
-                avg += w
-                steps += 1
-            snapshot = avg / m_s  # next snapshot: the average; w (last iterate) restarts the next epoch
-        events = self.events(problem, sigma, f, 1, N, b)
-        return SolverResult(snapshot, T, events, sigma, {"batch_size": b, "inner_steps": steps, "split": f})
+            # the last iterate w restarts the next epoch; the average becomes its snapshot
+            w, snapshot = self._epoch(problem, w, snapshot, 2**s * m, plan, eta, rng)
+        return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": self.total_steps(T, m),
+                                          "split": plan.settings["split"]})

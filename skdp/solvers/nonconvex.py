@@ -21,7 +21,7 @@ import numpy as np
 
 from ..losses import clip_derivatives
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register
 from .gradient import poisson_sample
 from .sgd import _noise_multiplier
 
@@ -95,6 +95,15 @@ class _PoissonSolver(Solver):
     @staticmethod
     def multiplier(problem, budget, q, T):
         return _noise_multiplier(float(q), int(T), budget.epsilon, budget.delta, budget.relation)
+
+    def make_plan(self, problem, budget):
+        """``T`` Poisson-sampled Gaussian steps of expected batch ``b``: std ``z G / b`` on the batch mean."""
+        b = self.batch_size(problem)
+        T = self.steps(problem, b)
+        q = b / problem.n
+        z = self.multiplier(problem, budget, q, T)
+        std = z * problem.gradient_bound / b
+        return SolverPlan((PoissonGaussianEvent(q, z, T),), std, {"b": b, "T": T, "q": q, "z": z, "std": std})
 
     @staticmethod
     def batch_mean(problem, w, rows, b):
@@ -180,12 +189,6 @@ class DPLSSGD(_PoissonSolver):
             raise ValueError(f"output must be 'last' or 'average', got {out!r}.")
         return out
 
-    def plan(self, problem, budget):
-        b = self.batch_size(problem)
-        T = self.steps(problem, b)
-        q = b / problem.n
-        return [PoissonGaussianEvent(q, self.multiplier(problem, budget, q, T), T)]
-
     def smooth(self, problem, v, sigma):
         """``A_sigma^{-1}`` on the feature rows of ``v`` (not the intercept row)."""
         if sigma == 0:
@@ -195,14 +198,10 @@ class DPLSSGD(_PoissonSolver):
         out[rows] = laplacian_smooth(out[rows], sigma, axis=0)
         return out
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         n = problem.n
         sigma_ls, output = self.ls_sigma(problem), self.output(problem)
-        b = self.batch_size(problem)
-        T = self.steps(problem, b)
-        q = b / n
-        z = self.multiplier(problem, budget, q, T)
-        std = z * problem.gradient_bound / b
+        b, T, q, z, std = (plan.settings[k] for k in ("b", "T", "q", "z", "std"))
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
@@ -213,9 +212,8 @@ class DPLSSGD(_PoissonSolver):
             w = w - (eta / math.sqrt(t)) * self.smooth(problem, g, sigma_ls)
             avg += w
         coef = w if output == "last" else avg / T
-        event = PoissonGaussianEvent(q, z, T)
         info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "ls_sigma": sigma_ls}
-        return SolverResult(coef, T, [event], std, info)
+        return SolverResult(coef, T, info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,12 +264,6 @@ class RRPSGD(_PoissonSolver):
             return int(problem.max_iter)
         return int(min(self.default_max_steps, max(1, math.ceil(problem.n**2 / b))))
 
-    def plan(self, problem, budget):
-        b = self.batch_size(problem)
-        N = self.steps(problem, b)
-        q = b / problem.n
-        return [PoissonGaussianEvent(q, self.multiplier(problem, budget, q, N), N)]
-
     def step_size(self, problem, std, N):
         eta = problem.options.get("learning_rate")
         if eta is not None:
@@ -281,13 +273,9 @@ class RRPSGD(_PoissonSolver):
         beta = problem.smoothness + problem.penalty.smoothness
         return min(1.0 / beta, 1.0 / (sigma_g * math.sqrt(N)))
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         n = problem.n
-        b = self.batch_size(problem)
-        N = self.steps(problem, b)
-        q = b / n
-        z = self.multiplier(problem, budget, q, N)
-        std = z * problem.gradient_bound / b
+        b, N, q, z, std = (plan.settings[k] for k in ("b", "T", "q", "z", "std"))
         eta = self.step_size(problem, std, N)
         R = int(rng.randint(1, N + 1))  # drawn before the data is read; P is uniform for a constant step
         w = np.zeros(problem.coef_shape)
@@ -295,9 +283,8 @@ class RRPSGD(_PoissonSolver):
             rows = poisson_sample(rng, n, q)
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
             w = w - eta * (g + gaussian_noise(rng, std, w.shape))
-        event = PoissonGaussianEvent(q, z, N)
         info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "rounds": R, "max_rounds": N}
-        return SolverResult(w, N, [event], std, info)
+        return SolverResult(w, N, info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,23 +374,23 @@ class DPSRM(_PoissonSolver):
                          relation=budget.relation, initial=1.0, rtol=1e-4)
         return z
 
-    def plan(self, problem, budget):
-        _, _, _, _, b, b0 = self.params(problem)
+    def make_plan(self, problem, budget):
+        G, C2, gamma, _, b, b0 = self.params(problem)
         T = self.steps(problem, b)
-        return self._events(problem.n, b0, b, T, self.multiplier_srm(problem, budget, b0, b, T))
+        z = self.multiplier_srm(problem, budget, b0, b, T)
+        std = z * (gamma * G + (1 - gamma) * C2) / b
+        return SolverPlan(tuple(self._events(problem.n, b0, b, T, z)), std,
+                          {"T": T, "z": z, "std0": z * G / b0, "std": std})
 
     @staticmethod
     def _derivatives(problem, rows, w):
         Xb = problem.X[rows]
         return Xb, problem.loss.derivative(Xb @ w, problem.y[rows]), problem.norms[rows]
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         n = problem.n
         G, C2, gamma, iterate, b, b0 = self.params(problem)
-        T = self.steps(problem, b)
-        z = self.multiplier_srm(problem, budget, b0, b, T)
-        S = gamma * G + (1 - gamma) * C2
-        std0, std = z * G / b0, z * S / b
+        T, z, std0, std = (plan.settings[k] for k in ("T", "z", "std0", "std"))
         eta = self.learning_rate(problem)
         pick = int(rng.randint(T)) if iterate == "random" else None  # before the data is read
         theta = np.zeros(problem.coef_shape)
@@ -430,7 +417,7 @@ class DPSRM(_PoissonSolver):
         coef = chosen if iterate == "random" else theta - eta * v
         info = {"batch_size": b, "initial_batch_size": b0, "diff_clip": C2, "momentum": gamma,
                 "learning_rate": eta, "noise_multiplier": z, "returned_iterate": pick if pick is not None else T}
-        return SolverResult(coef, T, self._events(n, b0, b, T, z), std, info)
+        return SolverResult(coef, T, info)
 
     @staticmethod
     def _clipped_sum(problem, rows, w, G):

@@ -21,7 +21,7 @@ from ..privacy import (
 )
 from ..privacy.discrete import secure_gaussian_release
 from ..penalties import project_l2_ball
-from ._base import Problem, Solver, SolverResult, register
+from ._base import Problem, Solver, SolverPlan, SolverResult, register
 
 __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbationSVRG"]
 
@@ -104,29 +104,31 @@ class OutputPerturbation(Solver):
             return replace(problem, clip_norm=None)
         return problem
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
         problem = self._exact_if_multinomial(problem)
         T = problem.max_iter or self.default_max_iter
-        return [self.noise(problem, budget, T)[2]]
+        kind, scale, event = self.noise(problem, budget, T)
+        return SolverPlan((event,), scale, {"T": T, "kind": kind, "scale": scale,
+                                            "sensitivity": self.sensitivity(problem, T)})
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         problem = self._exact_if_multinomial(problem)
-        T = problem.max_iter or self.default_max_iter
+        T, kind, scale = plan.settings["T"], plan.settings["kind"], plan.settings["scale"]
         eta = self.learning_rate(problem)
         alpha = problem.penalty.alpha
         radius = problem.coef_norm
         w = np.zeros(problem.coef_shape)
         for _ in range(T):
             w = project_l2_ball(w - eta * (problem.mean_gradient(w) + alpha * w), radius)
-        kind, scale, event = self.noise(problem, budget, T)
-        info = {"noise": kind, "sensitivity": self.sensitivity(problem, T)}
+        info = {"noise": kind, "sensitivity": plan.settings["sensitivity"]}
+        released_scale = None
         if kind == "discrete_gaussian":
-            w, event, scale, info["grid"] = secure_gaussian_release(rng, w, info["sensitivity"], scale)
+            w, _, released_scale, info["grid"] = secure_gaussian_release(rng, w, info["sensitivity"], scale)
         elif kind == "gaussian":
             w = w + gaussian_noise(rng, scale, w.shape)
         else:
             w = w + l2_laplace_noise(rng, scale, w.shape)
-        return SolverResult(w, T, [event], scale, info)
+        return SolverResult(w, T, info, noise_scale=released_scale)
 
 
 @register
@@ -201,30 +203,33 @@ class ObjectivePerturbation(Solver):
         sigma, extra = objective_perturbation_gaussian(zeta, lam_h, problem.n, alpha, epsilon, delta, jf)
         return "gaussian", sigma, extra
 
-    def plan(self, problem, budget):
-        k = problem.n_outputs
-        if k > 1:
-            return [ApproxDPEvent(budget.epsilon / k, budget.delta / k, k)]
-        return [ApproxDPEvent(budget.epsilon, budget.delta)]
+    @staticmethod
+    def _binary(problem, y=None):
+        """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows."""
+        return Problem(problem.X, y, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
+                       options=problem.options, n_samples=problem.n, n_features=problem.p)
 
-    def solve(self, problem, budget, rng):
+    def make_plan(self, problem, budget):
+        k = problem.n_outputs
+        if k > 1:  # one-vs-rest: k binary fits at (epsilon/k, delta/k) each, basic composition
+            kind, scale, extra = self.noise(self._binary(problem), budget.epsilon / k, budget.delta / k)
+            events = (ApproxDPEvent(budget.epsilon / k, budget.delta / k, k),)
+        else:
+            kind, scale, extra = self.noise(problem, budget.epsilon, budget.delta)
+            events = (ApproxDPEvent(budget.epsilon, budget.delta),)
+        return SolverPlan(events, scale, {"kind": kind, "scale": scale, "extra": extra})
+
+    def run(self, problem, plan, rng):
+        kind, scale, extra = (plan.settings[k] for k in ("kind", "scale", "extra"))
         if problem.n_outputs > 1:
-            return self._solve_ovr(problem, budget, rng)
-        kind, scale, extra = self.noise(problem, budget.epsilon, budget.delta)
+            return self._solve_ovr(problem, kind, scale, extra, rng)
         w, info, diag = self._solve_one(problem, kind, scale, extra, rng)
-        return SolverResult(w, 1, self.plan(problem, budget), scale, info, diag)
+        return SolverResult(w, 1, info, diag)
 
-    def _solve_ovr(self, problem, budget, rng):
-        k = problem.n_outputs
-        eps_k, delta_k = budget.epsilon / k, budget.delta / k
+    def _solve_ovr(self, problem, kind, scale, extra, rng):
         coefs, infos = [], []
-        for c in range(k):
-            yc = np.where(problem.y == c, 1.0, -1.0)
-            sub = Problem(
-                problem.X, yc, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
-                options=problem.options,
-            )
-            kind, scale, extra = self.noise(sub, eps_k, delta_k)
+        for c in range(problem.n_outputs):
+            sub = self._binary(problem, np.where(problem.y == c, 1.0, -1.0))
             w, info, diag = self._solve_one(sub, kind, scale, extra, rng)
             coefs.append(w)
             infos.append((info, diag))
@@ -234,7 +239,7 @@ class ObjectivePerturbation(Solver):
             "one_vs_rest": True,
         }
         diag = {"kkt_residual": max(d["kkt_residual"] for _, d in infos)}
-        return SolverResult(np.column_stack(coefs), 1, self.plan(problem, budget), scale, info, diag)
+        return SolverResult(np.column_stack(coefs), 1, info, diag)
 
     def _solve_one(self, problem, kind, scale, extra, rng):
         p = problem.X.shape[1]
@@ -399,27 +404,28 @@ class ObjectivePerturbationSVRG(ObjectivePerturbation):
         """The (epsilon, delta) of the chained argument (see the class docstring)."""
         return eps1 + 2 * eps2, d2 + np.exp(eps2) * d1 + np.exp(eps1 + eps2) * d2
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
         eps1, eps2, d1, d2 = self.split(budget)
         eps_t, delta_t = self.chained(eps1, eps2, d1, d2)
-        return [ApproxDPEvent(min(eps_t, budget.epsilon), min(float(delta_t), budget.delta))]
+        kind, scale, extra = self.noise(problem, eps1, d1)
+        lam = problem.penalty.alpha + extra
+        r = self.certificate_radius(problem, lam, eps2, d2)
+        return SolverPlan((ApproxDPEvent(min(eps_t, budget.epsilon), min(float(delta_t), budget.delta)),), scale,
+                          {"scale": scale, "extra": extra, "lam": lam, "radius": r,
+                           "output_noise": calibrate_gaussian(r**2, eps2, d2)})
 
     def certificate_radius(self, problem, lam, eps2, d2):
         M = np.sqrt(2 * np.log(2) / lam)
         return eps2 * M / (np.sqrt(problem.n * problem.p) * np.sqrt(2 * np.log(1.25 / d2)))
 
-    def solve(self, problem, budget, rng):
-        eps1, eps2, d1, d2 = self.split(budget)
-        kind, scale, extra = self.noise(problem, eps1, d1)
+    def run(self, problem, plan, rng):
+        scale, extra, lam, r, s2 = (plan.settings[k] for k in ("scale", "extra", "lam", "radius", "output_noise"))
         p, n = problem.p, problem.n
         b = gaussian_noise(rng, scale, p)
-        lam = problem.penalty.alpha + extra
-        r = self.certificate_radius(problem, lam, eps2, d2)
         w = _svrg_certified(problem, lam, b / n, lam * r, rng, self.max_epochs)
-        s2 = calibrate_gaussian(r**2, eps2, d2)
         out = w + gaussian_noise(rng, s2, p)
         info = {"extra_alpha": extra, "alpha_effective": lam, "certificate_radius": r, "output_noise": s2}
-        return SolverResult(out, 1, self.plan(problem, budget), scale, info)
+        return SolverResult(out, 1, info)
 
 
 def _svrg_certified(problem, lam, lin, tol, rng, max_epochs):

@@ -8,7 +8,7 @@ import numpy as np
 from ..losses import clip_derivatives, moreau_hinge_derivative
 from ..penalties import NormBall
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register
 from .gradient import poisson_sample
 
 __all__ = ["NoisySGD", "NoisySGDMoreau"]
@@ -85,10 +85,16 @@ class NoisySGD(Solver):
         z = _noise_multiplier(m / problem.n, T, budget.epsilon, budget.delta, budget.relation)
         return z, z * self.gradient_norm_bound(problem, budget) / m
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
         T, m = self.schedule(problem, budget)
-        z, _ = self.noise(problem, budget, T, m)
-        return [PoissonGaussianEvent(m / problem.n, z, T)]
+        z, sigma = self.noise(problem, budget, T, m)
+        settings = {"T": T, "m": m, "z": z, "sigma": sigma, "eta": self.learning_rate(problem, budget, T),
+                    **self.extra_settings(problem, budget)}
+        return SolverPlan((PoissonGaussianEvent(m / problem.n, z, T),), sigma, settings)
+
+    def extra_settings(self, problem, budget):
+        """Further public settings of a variant (e.g. a smoothing parameter)."""
+        return {}
 
     def learning_rate(self, problem, budget, T):
         eta = problem.options.get("learning_rate")
@@ -96,27 +102,24 @@ class NoisySGD(Solver):
             return float(eta)
         return problem.constraint.radius / (self.gradient_norm_bound(problem, budget) * math.sqrt(T))
 
-    def batch_gradient(self, problem, budget, w, rows, m):
+    def batch_gradient(self, problem, plan, w, rows, m):
         return problem.mean_gradient(w, rows=rows, n_total=m)
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         ball = problem.constraint
         n = problem.n
-        T, m = self.schedule(problem, budget)
-        z, sigma = self.noise(problem, budget, T, m)
-        eta = self.learning_rate(problem, budget, T)
+        T, m, z, sigma, eta = (plan.settings[k] for k in ("T", "m", "z", "sigma", "eta"))
         alpha = problem.penalty.alpha
         q = m / n
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
         for _ in range(T):
             rows = poisson_sample(rng, n, q)
-            g = self.batch_gradient(problem, budget, w, rows, m) if rows.size else 0.0
+            g = self.batch_gradient(problem, plan, w, rows, m) if rows.size else 0.0
             w = ball.project(w - eta * (g + alpha * w + gaussian_noise(rng, sigma, w.shape)))
             avg += w
-        events = [PoissonGaussianEvent(q, z, T)]
         info = {"batch_size": m, "learning_rate": eta, "noise_multiplier": z}
-        return SolverResult(avg / T, T, events, sigma, info)
+        return SolverResult(avg / T, T, info)
 
 
 @register
@@ -151,8 +154,11 @@ class NoisySGDMoreau(NoisySGD):
         return (G / M) * min(math.sqrt(n) / 4,
                              budget.epsilon * n / (8 * math.sqrt(d * math.log(1 / budget.delta))))
 
-    def batch_gradient(self, problem, budget, w, rows, m):
-        beta = self.smoothing(problem, budget)
+    def extra_settings(self, problem, budget):
+        return {"beta": self.smoothing(problem, budget)}
+
+    def batch_gradient(self, problem, plan, w, rows, m):
+        beta = plan.settings["beta"]
         X = problem.X[rows]
         norms = problem.norms[rows]
         S = moreau_hinge_derivative(X @ w, problem.y[rows], norms**2, beta)

@@ -45,7 +45,7 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release
-from ._base import Problem, Solver, SolverResult, get_solver, register
+from ._base import Problem, Solver, SolverPlan, SolverResult, get_solver, register
 
 __all__ = [
     "SparseProblem",
@@ -230,20 +230,20 @@ class DPIGHT(_SparseSolver):
     def events(self, problem, sigma, T):
         return [GaussianEvent(2.0 * problem.clip / problem.n, sigma, T)]
 
-    def plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        return self.events(problem, self.noise_std(problem, budget, T), T)
-
-    def solve(self, problem, budget, rng):
+    def make_plan(self, problem, budget):
         T = self.steps(problem, budget)
         sigma = self.noise_std(problem, budget, T)
+        return SolverPlan(tuple(self.events(problem, sigma, T)), sigma, {"T": T, "sigma": sigma})
+
+    def run(self, problem, plan, rng):
+        T, sigma = plan.settings["T"], plan.settings["sigma"]
         eta = problem.learning_rate or problem.default_learning_rate()
         p = problem.p
         w, _ = ight(
             problem.mean_gradient, p, problem.n_nonzero, eta, T, free=problem.free,
             noise=lambda: gaussian_noise(rng, sigma, p),
         )
-        return SolverResult(w, T, self.events(problem, sigma, T), sigma, {"learning_rate": eta})
+        return SolverResult(w, T, {"learning_rate": eta})
 
 
 def teacher_sensitivity(clip, n, teacher_alpha, tol):
@@ -322,11 +322,20 @@ class DPSLKT(_SparseSolver):
         val = problem.clip * math.sqrt(s * math.log(p) * math.log(1.0 / budget.delta)) / (problem.n * budget.epsilon)
         return math.sqrt(val)
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
+        lam = self.teacher_alpha(problem, budget)
+        if not lam > 0:
+            raise ValueError(f"dpsl_kt needs teacher_alpha > 0, got {lam!r}.")
+        settings = {"teacher_alpha": lam,
+                    "tau": float(problem.options.get("teacher_tol", 1e-3)) * problem.clip / (problem.n * lam)}
         if problem.options.get("secure_noise", False):
-            return [ZCDPEvent(zcdp_rho(budget.epsilon, budget.delta))]
-        # Delta_2 / sigma = mu* whatever the realised X~ is, so a unit sensitivity prices the same.
-        return [GaussianEvent(1.0, calibrate_gaussian(1.0, budget.epsilon, budget.delta))]
+            rho = zcdp_rho(budget.epsilon, budget.delta)
+            return SolverPlan((ZCDPEvent(rho),), rho, dict(settings, rho=rho))
+        # The labels' sensitivity is op_norm(X~) times the teacher's, known only once the public synthetic
+        # features are drawn; Delta_2 / sigma = mu* whatever it is, so the event is stated per unit of
+        # sensitivity (it prices the same) and run scales the noise by the realised sensitivity.
+        unit_sigma = calibrate_gaussian(1.0, budget.epsilon, budget.delta)
+        return SolverPlan((GaussianEvent(1.0, unit_sigma),), unit_sigma, dict(settings, unit_sigma=unit_sigma))
 
     def synthetic_features(self, problem, rng):
         spec = problem.options.get("synthetic_features", "uniform")
@@ -390,24 +399,19 @@ class DPSLKT(_SparseSolver):
             "needs it, so nothing was released."
         )
 
-    def solve(self, problem, budget, rng):
-        lam = self.teacher_alpha(problem, budget)
-        if not lam > 0:
-            raise ValueError(f"dpsl_kt needs teacher_alpha > 0, got {lam!r}.")
-        tau = float(problem.options.get("teacher_tol", 1e-3)) * problem.clip / (problem.n * lam)
+    def run(self, problem, plan, rng):
+        lam, tau = plan.settings["teacher_alpha"], plan.settings["tau"]
         Xs = self.synthetic_features(problem, rng)  # drawn before the data is used
         theta, teacher_iter = self._teacher(problem, lam, lam * tau)
         gram = Xs.T @ Xs
         top = float(linalg.eigvalsh(gram, subset_by_index=[gram.shape[0] - 1, gram.shape[0] - 1])[0])
         op_norm = math.sqrt(max(top, 0.0)) * (1 + 1e-9)
         sens = op_norm * teacher_sensitivity(problem.clip, problem.n, lam, tau)
-        if problem.options.get("secure_noise", False):
-            (event,) = self.plan(problem, budget)
-            y_syn, event, sigma, _ = secure_gaussian_release(rng, Xs @ theta, sens, event.rho)
+        if "rho" in plan.settings:
+            y_syn, _, sigma, _ = secure_gaussian_release(rng, Xs @ theta, sens, plan.settings["rho"])
         else:
-            sigma = sens * calibrate_gaussian(1.0, budget.epsilon, budget.delta)  # = Delta_2 / mu*
+            sigma = sens * plan.settings["unit_sigma"]  # = Delta_2 / mu*
             y_syn = Xs @ theta + gaussian_noise(rng, sigma, Xs.shape[0])
-            event = GaussianEvent(sens, sigma)
         del theta  # the teacher never leaves this function
         m = Xs.shape[0]
         beta = top / m
@@ -420,10 +424,9 @@ class DPSLKT(_SparseSolver):
             student_grad, Xs.shape[1], problem.n_nonzero, eta,
             int(problem.options.get("student_max_iter", 200)), free=problem.free, tol=1e-12,
         )
-        events = [event]
         info = {"teacher_alpha": lam, "n_synthetic": m, "teacher_tol": tau, "synthetic_op_norm": op_norm,
-                "student_iter": student_iter}
-        return SolverResult(w, student_iter, events, sigma, info)
+                "student_iter": student_iter, "label_sensitivity": sens}
+        return SolverResult(w, student_iter, info, noise_scale=sigma)
 
 
 @register
@@ -469,16 +472,15 @@ class DPFrankWolfeL1(_SparseSolver):
         """Per-selection ``eps0``: largest with ``price(T x BoundedRange(eps0)) <= budget``."""
         return calibrate_bounded_range(T, budget.epsilon, budget.delta, budget.relation)
 
-    def plan(self, problem, budget):
-        T = self.steps(problem)
-        return [BoundedRangeEvent(self.selection_epsilon(problem, budget, T), T)]
-
-    def solve(self, problem, budget, rng):
+    def make_plan(self, problem, budget):
         T = self.steps(problem)
         eps0 = self.selection_epsilon(problem, budget, T)
+        scale = gumbel_scale(2.0 * problem.clip * self.radius(problem) / problem.n, eps0)
+        return SolverPlan((BoundedRangeEvent(eps0, T),), scale, {"T": T, "eps0": eps0, "scale": scale})
+
+    def run(self, problem, plan, rng):
+        T, eps0, scale = plan.settings["T"], plan.settings["eps0"], plan.settings["scale"]
         r = self.radius(problem)
-        score_sens = 2.0 * problem.clip * r / problem.n
-        scale = gumbel_scale(score_sens, eps0)
         p = problem.p
         w = np.zeros(p)
         for t in range(1, T + 1):
@@ -490,8 +492,7 @@ class DPFrankWolfeL1(_SparseSolver):
             w *= 1.0 - mu
             w[v_idx] += mu * sign * r
         w = hard_threshold(w, problem.n_nonzero, problem.free)
-        events = [BoundedRangeEvent(eps0, T)]
-        return SolverResult(w, T, events, scale, {"l1_radius": r, "selection_epsilon": eps0})
+        return SolverResult(w, T, {"l1_radius": r, "selection_epsilon": eps0})
 
 
 @register
@@ -571,16 +572,17 @@ class TwoStage(_SparseSolver):
             cols.append(problem.free)
         return np.asarray(cols, dtype=int)
 
-    def plan(self, problem, budget):
+    def make_plan(self, problem, budget):
         s = problem.n_nonzero
         cols = np.arange(s + (problem.free is not None))
-        stage2 = get_solver("obj_pert").plan(self.stage2_problem(problem, cols), self._split(budget)[1])
-        return [self.vote_event(problem, budget)] + stage2
+        b2 = self._split(budget)[1]
+        stage2 = get_solver("obj_pert").plan(self.stage2_problem(problem, cols), b2)
+        vote = self.vote_event(problem, budget)
+        return SolverPlan((vote, *stage2), vote.scale, {"k": self.n_blocks(problem), "vote": vote, "budget2": b2})
 
-    def solve(self, problem, budget, rng):
+    def run(self, problem, plan, rng):
         n, p, s = problem.n, problem.p, problem.n_nonzero
-        b1, b2 = self._split(budget)
-        k = self.n_blocks(problem)
+        k, event1, b2 = plan.settings["k"], plan.settings["vote"], plan.settings["budget2"]
         features = np.array([j for j in range(p) if j != problem.free])
         blocks = np.array_split(rng.permutation(n), k)  # data-independent partition
         eta = problem.default_learning_rate()
@@ -594,17 +596,16 @@ class TwoStage(_SparseSolver):
             wb, _ = ight(grad, p, s, eta, self.block_iter, free=problem.free, tol=1e-10)
             votes[np.flatnonzero(wb)] += 1.0
         votes /= k
-        event1 = self.vote_event(problem, budget)
         noisy = votes[features] + laplace_noise(rng, event1.scale, features.size)
         order = np.argsort(-noisy, kind="stable")[: min(s, features.size)]
         support = features[order]
         cols = self._columns(problem, support)
         sub = self.stage2_problem(problem, cols)
+        # obj_pert plans stage 2 from the public view of the selected columns: the events planned above
         result = get_solver("obj_pert").solve(sub, b2, rng)
         w = np.zeros(p)
         w[cols] = result.coef
-        events = [event1] + list(result.events)
         info = {"n_blocks": k, "vote_scale": event1.scale, "stage2_noise": result.noise_scale,
                 "coef_norm": sub.coef_norm, **{f"stage2_{key}": v for key, v in result.info.items()}}
         diagnostics = {f"stage2_{key}": v for key, v in result.diagnostics.items()}
-        return SolverResult(w, 1, events, result.noise_scale, info, diagnostics)
+        return SolverResult(w, 1, info, diagnostics, noise_scale=result.noise_scale)

@@ -1,0 +1,60 @@
+"""Plain helpers shared by several test files (imported, never collected: tests do not import each other).
+
+The black-box privacy test used throughout the suite: fit on two replace-one
+neighbours that differ in one boundary "canary" row, many seeded fits per
+world, and turn the separability of one released score into an empirical lower
+bound on epsilon (Clopper-Pearson, :func:`skdp.audit.epsilon_lower_bound`). It
+must not exceed the claimed epsilon; the same test on a deliberately
+under-noised mechanism (the ``under_noise`` fixture of ``conftest.py``) must
+exceed it: that is the evidence the test has power.
+"""
+
+import numpy as np
+
+from skdp.audit import epsilon_lower_bound
+
+N_FITS = 300  # per world; half choose the threshold, half estimate the rates
+CLAIM = 1.0
+DELTA = 1e-5
+UNDER = 50  # positive controls: noise divided by this
+
+
+def empirical_epsilon_lower_bound(s0, s1, delta=DELTA, level=0.025):
+    """Lower bound on epsilon from scores in world 0 (s0) and world 1 (s1): skdp.audit's test.
+
+    Threshold and orientation chosen on the first halves, Clopper-Pearson
+    bounds (each at ``level``) on the second halves.
+    """
+    return epsilon_lower_bound(s0, s1, delta, confidence=1 - 2 * level)["epsilon"]
+
+
+def canary_worlds(kind):
+    """Two neighbours: 40 background rows on features 0, 1 and a canary ``(0, 0, +-1)`` with the same label.
+
+    ``kind="clf"``: labels in {0, 1} (canary label 1); ``kind="reg"``: real labels (canary label 1.0).
+    The canary's direction is one no other row uses, so the fitted coefficient 2 carries its influence.
+    """
+    rng = np.random.RandomState(0)
+    n = 40
+    Xb = np.zeros((n, 3))
+    Xb[:, :2] = rng.uniform(-0.5, 0.5, size=(n, 2))
+    if kind == "clf":
+        yb = (Xb[:, 0] > 0).astype(int)
+        label = 1
+    else:
+        yb = Xb[:, 0] - Xb[:, 1]
+        label = 1.0
+    worlds = []
+    for sign in (-1.0, 1.0):
+        X = np.vstack([Xb, [[0.0, 0.0, sign]]])
+        y = np.append(yb, label)
+        worlds.append((X, y))
+    return worlds
+
+
+def canary_scores(make, worlds, n_fits=N_FITS):
+    """Coefficient 2 (the canary's direction) of ``make(seed).fit(X, y)`` for ``n_fits`` seeds in each world."""
+    out = []
+    for X, y in worlds:
+        out.append(np.array([make(seed).fit(X, y).coef_.ravel()[2] for seed in range(n_fits)]))
+    return out

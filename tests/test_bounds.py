@@ -1,0 +1,225 @@
+"""skdp/bounds.py: the one place rows and labels are clipped to their public bounds.
+
+Every DP proof needs ``||x_i|| <= K`` for the augmented row (the intercept's
+constant column included) and ``|y_i - c| <= B``. The tests: no row or label
+ever leaves its bound, the intercept column counts in the norm, rows inside the
+bound are untouched, the counts are right, and the caller's arrays are never
+modified.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skdp import DPLogisticRegression, PrivacyLeakWarning, fit_diagnostics
+from skdp.bounds import (
+    append_intercept_column,
+    bound_features,
+    bound_labels,
+    check_label_bound,
+    clip_features,
+    clipped_design,
+    row_norms,
+)
+
+
+def _adversarial_rows(seed=0, n=300, d=6):
+    """Rows of every size: tiny, moderate, huge (1e6), exactly zero, and one on a coordinate axis."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d) * 10 ** rng.uniform(-3, 6, (n, 1))
+    X[:3] = 0.0
+    X[3] = 0.0
+    X[3, 0] = 1e8
+    return X
+
+
+def _dense(M):
+    return M.toarray() if sp.issparse(M) else np.asarray(M)
+
+
+# ------------------------------------------------------------------------------------------
+# rows: bound_features
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sparse_input", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("fit_intercept, intercept_scaling", [(False, None), (True, None), (True, 1.2)])
+def test_bound_features_never_leaves_a_row_above_the_bound(sparse_input, fit_intercept, intercept_scaling):
+    K = 2.0
+    X = _adversarial_rows()
+    Xin = sp.csr_matrix(X) if sparse_input else X
+    before = Xin.copy()
+    b = bound_features(Xin, K, fit_intercept, intercept_scaling)
+    assert sp.issparse(b.X) == sparse_input
+    Xb = _dense(b.X)
+    norms = np.linalg.norm(Xb, axis=1)
+    assert np.all(norms <= K * (1 + 1e-12))
+    np.testing.assert_allclose(b.row_norms, norms, rtol=1e-12)
+    assert b.data_norm == K and not b.data_derived
+    # the intercept column counts in the norm: raw rows are clipped to sqrt(K^2 - c0^2)
+    c0 = (0.5 * K if intercept_scaling is None else intercept_scaling) if fit_intercept else 0.0
+    assert b.intercept_scaling == c0
+    if fit_intercept:
+        assert Xb.shape == (X.shape[0], X.shape[1] + 1)
+        np.testing.assert_array_equal(Xb[:, -1], c0)
+        raw = Xb[:, :-1]
+    else:
+        assert Xb.shape == X.shape
+        raw = Xb
+    k_x = math.sqrt(K**2 - c0**2)
+    raw_norms = np.linalg.norm(X, axis=1)
+    over = raw_norms > k_x
+    assert b.n_clipped == int(over.sum()) and 0 < b.n_clipped < X.shape[0]
+    np.testing.assert_array_equal(raw[~over], X[~over])  # rows inside the bound are untouched
+    np.testing.assert_allclose(np.linalg.norm(raw[over], axis=1), k_x, rtol=1e-12)  # the others shrunk...
+    cos = np.einsum("ij,ij->i", raw[over], X[over]) / (k_x * raw_norms[over])
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-12)  # ...along their own direction
+    # the caller's array is not modified
+    np.testing.assert_array_equal(_dense(Xin), _dense(before))
+    if sparse_input:
+        np.testing.assert_array_equal(Xin.indptr, before.indptr)
+        np.testing.assert_array_equal(Xin.indices, before.indices)
+
+
+def test_intercept_scaling_must_leave_room_in_the_bound():
+    X = np.ones((4, 2))
+    for c0 in (2.0, 3.0):
+        with pytest.raises(ValueError, match="intercept_scaling"):
+            bound_features(X, 2.0, True, c0)
+    bound_features(X, 2.0, False, 3.0)  # no intercept column: its scaling is unused
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_data_derived_row_bound_warns_and_covers_every_row(fit_intercept):
+    X = _adversarial_rows(1)
+    with pytest.warns(PrivacyLeakWarning, match="data_norm"):
+        b = bound_features(X, None, fit_intercept, None)
+    assert b.data_derived and b.n_clipped == 0
+    assert np.all(b.row_norms <= b.data_norm * (1 + 1e-12))
+    max_norm = np.linalg.norm(X, axis=1).max()
+    # with the default intercept column (half of K), K is the smallest bound that clips no raw row
+    expected = max_norm / math.sqrt(1 - 0.5**2) if fit_intercept else max_norm
+    assert b.data_norm == pytest.approx(expected, rel=1e-12)
+
+
+def test_rows_clipped_and_counted(clf_data):
+    X, y = clf_data
+    Xbig = X.copy()
+    Xbig[:10] *= 100
+    b = bound_features(Xbig, 3.0, True, 1.0)
+    norms = np.linalg.norm(b.X, axis=1)
+    assert np.all(norms <= 3.0 * (1 + 1e-12))
+    np.testing.assert_allclose(norms[:10], 3.0, rtol=1e-12)
+    small = np.linalg.norm(Xbig, axis=1) ** 2 + 1 <= 9
+    np.testing.assert_array_equal(b.X[small, :-1], Xbig[small])
+    assert b.n_clipped == int(np.sum(np.linalg.norm(Xbig, axis=1) > math.sqrt(8)))
+    est = DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=0, intercept_scaling=1.0).fit(Xbig, y)
+    assert fit_diagnostics(est)["n_rows_clipped"] == b.n_clipped
+
+
+def test_row_norms_and_intercept_column_dense_and_csr():
+    X = _adversarial_rows(2, n=50)
+    S = sp.csr_matrix(X)
+    np.testing.assert_allclose(row_norms(S), row_norms(X), rtol=1e-12)
+    np.testing.assert_allclose(row_norms(X), np.linalg.norm(X, axis=1), rtol=1e-12)
+    A, As = append_intercept_column(X, 0.7), append_intercept_column(S, 0.7)
+    assert sp.issparse(As) and As.format == "csr"
+    np.testing.assert_array_equal(As.toarray(), A)
+    np.testing.assert_array_equal(A[:, :-1], X)
+    np.testing.assert_array_equal(A[:, -1], 0.7)
+
+
+# ------------------------------------------------------------------------------------------
+# labels: bound_labels
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("label_bound", [2.0, (-1.0, 3.0)], ids=["B", "range"])
+def test_bound_labels_clips_and_centres(label_bound, fit_intercept):
+    rng = np.random.RandomState(3)
+    y = rng.randn(500) * 3
+    y_before = y.copy()
+    y_c, centre, bound, n_clipped, derived = bound_labels(y, label_bound, fit_intercept)
+    np.testing.assert_array_equal(y, y_before)
+    low, high = (-2.0, 2.0) if np.ndim(label_bound) == 0 else label_bound
+    assert n_clipped == int(np.sum((y < low) | (y > high))) > 0 and not derived
+    np.testing.assert_allclose(y_c + centre, np.clip(y, low, high), rtol=0, atol=1e-15)
+    assert np.all(np.abs(y_c) <= bound)
+    if fit_intercept:  # centred at the public midpoint: the intercept absorbs it
+        assert centre == (low + high) / 2 and bound == (high - low) / 2
+    else:
+        assert centre == 0.0 and bound == max(abs(low), abs(high))
+    assert np.max(np.abs(y_c)) == bound  # the bound is attained by the clipped labels: not loose
+
+
+def test_data_derived_label_range_warns():
+    y = np.array([-1.0, 0.5, 4.0])
+    with pytest.warns(PrivacyLeakWarning, match="label_bound"):
+        y_c, centre, bound, n_clipped, derived = bound_labels(y, None, True)
+    assert derived and n_clipped == 0 and centre == 1.5 and bound == 2.5
+    with pytest.warns(PrivacyLeakWarning):
+        _, _, bound, _, _ = bound_labels(np.zeros(3), None, True)
+    assert bound == 1.0  # a constant label still gets a positive bound
+
+
+def test_check_label_bound():
+    for ok in (None, 1.0, (0.0, 2.0), [-1, 1], np.array([-3.0, 5.0])):
+        check_label_bound(ok)
+    for bad in (math.inf, math.nan, (1.0, 1.0), (2.0, 0.0), (0.0, math.inf), (1.0, 2.0, 3.0), [[0.0, 1.0]]):
+        with pytest.raises(ValueError, match="label_bound"):
+            check_label_bound(bad)
+
+
+# ------------------------------------------------------------------------------------------
+# coordinates: clip_features and the lazy clipped design
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sparse_input", [False, True], ids=["dense", "csr"])
+@pytest.mark.parametrize("intercept", [None, 0.7])
+def test_clip_features_bounds_every_entry_and_copies(sparse_input, intercept):
+    rng = np.random.RandomState(4)
+    X = rng.randn(200, 5) * (rng.rand(200, 5) < 0.4) * 3  # sparse-ish, many entries beyond 1
+    Xin = sp.csr_matrix(X) if sparse_input else X
+    before = Xin.copy()
+    out, n_rows = clip_features(Xin, 1.0, intercept=intercept)
+    assert sp.issparse(out) == sparse_input and out.dtype == np.float64
+    D = _dense(out)
+    assert D.shape == (200, 5 + (intercept is not None))
+    np.testing.assert_array_equal(D[:, :5], np.clip(X, -1.0, 1.0))
+    if intercept is not None:
+        np.testing.assert_array_equal(D[:, 5], intercept)
+    assert n_rows == int(np.sum(np.abs(X).max(axis=1) > 1.0)) > 0
+    np.testing.assert_array_equal(_dense(Xin), _dense(before))
+    # integer input is converted, not clipped in place
+    Xi = np.array([[5, -7], [0, 1]])
+    out_i, n_i = clip_features(Xi, 2.0)
+    np.testing.assert_array_equal(out_i, [[2.0, -2.0], [0.0, 1.0]])
+    assert n_i == 1 and Xi[0, 0] == 5
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0])  # 0.5: entries out of range (clipped); 3.0: none clipped
+@pytest.mark.parametrize("intercept", [None, 0.7])
+def test_lazy_clipped_design_matches_the_clipped_copy(scale, intercept):
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (20000, 7)) * 2.0
+    X_before = X.copy()
+    ref, n_ref = clip_features(X, scale, intercept=intercept)
+    design, n_rows = clipped_design(X, scale, intercept=intercept)
+    assert n_rows == n_ref == int(np.sum(np.abs(X).max(axis=1) > scale))
+    assert design.shape == ref.shape
+    rows = rng.permutation(X.shape[0])[:300]
+    np.testing.assert_array_equal(design[rows], ref[rows])
+    w, W = rng.randn(ref.shape[1]), rng.randn(ref.shape[1], 2)
+    v, V = rng.randn(X.shape[0]), rng.randn(X.shape[0], 3)
+    np.testing.assert_allclose(design @ w, ref @ w, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(design @ W, ref @ W, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(design.T @ v, ref.T @ v, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(design.T @ V, ref.T @ V, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(design.toarray(), ref)
+    np.testing.assert_array_equal(X, X_before)  # only read
+
+
+def test_clipped_design_of_csr_input_is_the_clipped_copy():
+    X = sp.csr_matrix(np.array([[0.0, 3.0], [-0.5, 0.0], [0.0, 0.0]]))
+    design, n_rows = clipped_design(X, 1.0, intercept=2.0)
+    assert sp.issparse(design) and n_rows == 1
+    np.testing.assert_array_equal(design.toarray(), [[0.0, 1.0, 2.0], [-0.5, 0.0, 2.0], [0.0, 0.0, 2.0]])
+    assert X[0, 1] == 3.0
