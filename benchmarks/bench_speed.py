@@ -30,22 +30,27 @@ def best_time(make, X, y, repeat=3):
     return min(times)
 
 
-def main():
-    warnings.simplefilter("ignore")
+def tasks():
+    """``(title, sklearn estimator, loss, make(solver), X, y)``: the design above, logistic and ridge."""
     rng = np.random.RandomState(0)
     n, d = 200_000, 50
     X = rng.randn(n, d) / np.sqrt(d)
     w = rng.randn(d)
     yc = (X @ w + 0.3 * rng.randn(n) > 0).astype(int)
     yr = X @ w + 0.3 * rng.randn(n)
-    for title, sk, loss, make, y in (
+    return [
         ("DPLogisticRegression vs LogisticRegression", LogisticRegression, "logistic",
-         lambda s: DPLogisticRegression(1.0, solver=s, data_norm=2.0, classes=[0, 1], random_state=0), yc),
+         lambda s: DPLogisticRegression(1.0, solver=s, data_norm=2.0, classes=[0, 1], random_state=0), X, yc),
         ("DPRidge vs Ridge", Ridge, "squared",
-         lambda s: DPRidge(1.0, solver=s, data_norm=2.0, label_bound=8.0, random_state=0), yr),
-    ):
+         lambda s: DPRidge(1.0, solver=s, data_norm=2.0, label_bound=8.0, random_state=0), X, yr),
+    ]
+
+
+def main():
+    warnings.simplefilter("ignore")
+    for title, sk, loss, make, X, y in tasks():
         base = best_time(sk, X, y)
-        print(f"\n{title} (n={n}, d={d}); sklearn {base * 1e3:.0f} ms")
+        print(f"\n{title} (n={X.shape[0]}, d={X.shape[1]}); sklearn {base * 1e3:.0f} ms")
         print(f"{'solver':<12}{'fit time':>12}{'ratio':>8}{'n_iter_':>9}")
         for s in solvers_for(loss):
             t = best_time(lambda: make(s), X, y)

@@ -46,9 +46,9 @@ def _split(loader, stratify):
     return sc.transform(Xtr), sc.transform(Xte), ytr, yte
 
 
-def main(seeds):
-    warnings.simplefilter("ignore")
-    tasks = [
+def tasks():
+    """``(title, (Xtr, Xte, ytr, yte), baseline, loss, make)`` for the two benchmark datasets."""
+    return [
         ("breast_cancer (accuracy)", _split(load_breast_cancer, True), LogisticRegression(), "logistic",
          lambda eps, solver, s, d: DPLogisticRegression(eps, 1e-5, solver=solver, data_norm=math.sqrt(d),
                                                        classes=[0, 1], random_state=s)),
@@ -56,7 +56,17 @@ def main(seeds):
          lambda eps, solver, s, d: DPRidge(eps, 1e-5, solver=solver, data_norm=math.sqrt(d),
                                            label_bound=(0.0, 400.0), random_state=s)),
     ]
-    for title, (Xtr, Xte, ytr, yte), baseline, loss, make in tasks:
+
+
+def scores(data, make, solver, eps, seeds):
+    """Test scores of ``seeds`` fits of ``make(eps, solver, seed, d)`` on ``data``."""
+    Xtr, Xte, ytr, yte = data
+    return [make(eps, solver, s, Xtr.shape[1]).fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)]
+
+
+def main(seeds):
+    warnings.simplefilter("ignore")
+    for title, (Xtr, Xte, ytr, yte), baseline, loss, make in tasks():
         _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds, solvers_for(loss))
         # the same default solver with the row bound chosen privately (data_norm="auto")
         def auto(eps, solver, s, d, make=make):
@@ -75,8 +85,8 @@ def _table(title, Xtr, Xte, ytr, yte, baseline, make, seeds, solvers):
     for solver in solvers:
         row, t0 = [], time.perf_counter()
         for eps in EPSILONS:
-            scores = [make(eps, solver, s, d).fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)]
-            row.append(f"{np.mean(scores):>8.3f} ±{np.std(scores):>5.3f}")
+            sc = scores((Xtr, Xte, ytr, yte), make, solver, eps, seeds)
+            row.append(f"{np.mean(sc):>8.3f} ±{np.std(sc):>5.3f}")
         per_fit = (time.perf_counter() - t0) / (seeds * len(EPSILONS))
         print(f"{solver:<12}" + "".join(f"{c:>16}" for c in row) + f"{per_fit * 1e3:>8.1f}ms")
 

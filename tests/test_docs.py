@@ -263,3 +263,30 @@ def test_every_registered_solver_is_reachable_from_an_estimator():
 
     reachable = {s for est in _estimators_with_solvers() for s in estimator_solvers(est)}
     assert reachable == set(SOLVERS)
+
+
+# ----------------------------------------------------------------------------- README tables come from code
+def _readme_tables():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "benchmarks" / "readme_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_solver_table_is_generated_from_the_registry():
+    tables = _readme_tables()
+    readme = (ROOT / "README.md").read_text()
+    assert tables.blocks(readme)["solvers"] == tables.solvers(), (
+        "README's solver table is stale: run python benchmarks/readme_tables.py solvers")
+
+
+def test_readme_tables_of_numbers_are_generated():
+    """Every table row with a measured number (a decimal) sits in a block the benchmark script writes."""
+    tables = _readme_tables()
+    readme = (ROOT / "README.md").read_text()
+    assert set(tables.blocks(readme)) == set(tables.GENERATORS)
+    outside = tables.BLOCK.sub("", readme)
+    typed = [line for line in outside.splitlines() if line.startswith("|") and re.search(r"\d\.\d", line)]
+    assert not typed, f"README table rows typed by hand (generate them in benchmarks/readme_tables.py): {typed}"

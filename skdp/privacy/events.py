@@ -44,6 +44,17 @@ def _check_count(count):
     return int(count)
 
 
+def _validate(event, *, zero_ok=(), inf_ok=()):
+    """Check and normalise an event's fields: ``zero_ok`` ones are >= 0 and finite, ``inf_ok`` ones are
+    > 0 and may be infinite (no noise), and ``count`` (when the event has one) is a positive integer."""
+    for name in zero_ok:
+        object.__setattr__(event, name, _check_positive(name, getattr(event, name), allow_zero=True))
+    for name in inf_ok:
+        object.__setattr__(event, name, _check_positive(name, getattr(event, name), allow_inf=True))
+    if hasattr(event, "count"):
+        object.__setattr__(event, "count", _check_count(event.count))
+
+
 @dataclass(frozen=True)
 class GaussianEvent:
     """``count`` adaptive releases of ``q(D) + N(0, sigma^2 I)``.
@@ -60,9 +71,7 @@ class GaussianEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
-        object.__setattr__(self, "sigma", _check_positive("sigma", self.sigma, allow_inf=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("sensitivity",), inf_ok=("sigma",))
 
     @property
     def mu_squared(self):
@@ -98,10 +107,7 @@ class PoissonGaussianEvent:
         if q > 1:
             raise ValueError(f"sampling_rate must be in (0, 1], got {q!r}.")
         object.__setattr__(self, "sampling_rate", q)
-        object.__setattr__(
-            self, "noise_multiplier", _check_positive("noise_multiplier", self.noise_multiplier, allow_inf=True)
-        )
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, inf_ok=("noise_multiplier",))
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,7 @@ class PureDPEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("epsilon",))
 
     @property
     def one_dimensional_laplace(self):
@@ -141,9 +146,7 @@ class LaplaceEvent:
     one_dimensional: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
-        object.__setattr__(self, "scale", _check_positive("scale", self.scale, allow_inf=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("sensitivity",), inf_ok=("scale",))
 
     @property
     def epsilon(self):
@@ -170,9 +173,7 @@ class L2LaplaceEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "sensitivity", _check_positive("sensitivity", self.sensitivity, allow_zero=True))
-        object.__setattr__(self, "scale", _check_positive("scale", self.scale, allow_inf=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("sensitivity",), inf_ok=("scale",))
 
     @property
     def epsilon(self):
@@ -196,8 +197,7 @@ class BoundedRangeEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("epsilon",))
 
 
 @dataclass(frozen=True)
@@ -208,8 +208,7 @@ class ZCDPEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "rho", _check_positive("rho", self.rho, allow_zero=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        _validate(self, zero_ok=("rho",))
 
 
 @dataclass(frozen=True)
@@ -229,12 +228,11 @@ class ApproxDPEvent:
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_positive("epsilon", self.epsilon, allow_zero=True))
+        _validate(self, zero_ok=("epsilon",))
         delta = float(self.delta)
         if math.isnan(delta) or not 0 <= delta < 1:
             raise ValueError(f"delta must be in [0, 1), got {self.delta!r}.")
         object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "count", _check_count(self.count))
 
 
 def scale_event_count(event, factor):

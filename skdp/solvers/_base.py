@@ -8,9 +8,10 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
+from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
-           "public_view"]
+           "public_view", "repeated_gaussian_plan"]
 
 
 @dataclass
@@ -143,6 +144,16 @@ class SolverPlan:
     events: tuple
     noise_scale: float
     settings: dict = field(default_factory=dict)
+
+
+def repeated_gaussian_plan(sensitivity, T, budget, **settings):
+    """Plan of ``T`` adaptive Gaussian releases of L2 sensitivity ``sensitivity`` at ``budget``.
+
+    ``sigma`` is the exact Gaussian-DP calibration of the ``T`` releases
+    (:func:`skdp.privacy.calibrate_gaussian`); ``settings`` get ``T`` and ``sigma``.
+    """
+    sigma = calibrate_gaussian(T * sensitivity**2, budget.epsilon, budget.delta)
+    return SolverPlan((GaussianEvent(sensitivity, sigma, T),), sigma, dict(settings, T=T, sigma=sigma))
 
 
 @dataclass

@@ -38,7 +38,7 @@ from ..privacy import (
     gumbel_scale,
     report_noisy_max,
 )
-from ._base import Solver, SolverPlan, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register, repeated_gaussian_plan
 
 __all__ = ["NoisySFW", "NoisySFWLp", "DPAccMD", "PhasedSGD", "glm_constants", "drain_step", "gg_geometry"]
 
@@ -460,13 +460,10 @@ class DPAccMD(_BallSolver):
         return int(min(100, max(5, math.ceil(math.sqrt(max(val, 0.0))))))
 
     def noise_std(self, problem, budget, T):
-        return calibrate_gaussian(T * (2 * problem.gradient_bound / problem.n) ** 2, budget.epsilon, budget.delta)
+        return repeated_gaussian_plan(2 * problem.gradient_bound / problem.n, T, budget).noise_scale
 
     def make_plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        sigma = self.noise_std(problem, budget, T)
-        return SolverPlan((GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T),), sigma,
-                          {"T": T, "sigma": sigma})
+        return repeated_gaussian_plan(2 * problem.gradient_bound / problem.n, self.steps(problem, budget), budget)
 
     def run(self, problem, plan, rng):
         ball = self._ball(problem)

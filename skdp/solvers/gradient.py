@@ -6,8 +6,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..losses import get_loss
-from ..privacy import GaussianEvent, PoissonGaussianEvent, calibrate, calibrate_gaussian, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register
+from ..privacy import GaussianEvent, PoissonGaussianEvent, calibrate, gaussian_noise
+from ._base import Solver, SolverPlan, SolverResult, register, repeated_gaussian_plan
 
 __all__ = ["DPGradientDescent", "DPSVRG", "DPSVRGPlusPlus"]
 
@@ -52,9 +52,6 @@ class DPGradientDescent(Solver):
         c = 80.0 if get_loss(loss_name).quadratic else 30.0
         return int(min(40, max(2, math.ceil(n * epsilon / c))))
 
-    def events(self, problem, sigma, T):
-        return [GaussianEvent(2 * problem.gradient_bound / problem.n, sigma, T)]
-
     @staticmethod
     def learning_rate(problem):
         """``c / (beta + alpha)``; privacy does not depend on it (post-processing).
@@ -68,17 +65,19 @@ class DPGradientDescent(Solver):
         c = float(problem.options.get("step_factor", 1.0 if problem.loss.quadratic else 1.9))
         return c / (problem.smoothness + problem.penalty.smoothness)
 
+    @staticmethod
+    def sensitivity(problem):
+        """Replace-one L2 sensitivity ``2G/n`` of one mean-gradient release (public ``n``)."""
+        return 2 * problem.gradient_bound / problem.n
+
     def noise_std(self, problem, budget, T):
-        delta_t = 2 * problem.gradient_bound / problem.n
-        return calibrate_gaussian(T * delta_t**2, budget.epsilon, budget.delta)
+        return repeated_gaussian_plan(self.sensitivity(problem), T, budget).noise_scale
 
     def steps(self, problem, budget):
         return problem.max_iter or self.default_steps(problem.n, budget.epsilon, problem.loss.name)
 
     def make_plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        sigma = self.noise_std(problem, budget, T)
-        return SolverPlan(tuple(self.events(problem, sigma, T)), sigma, {"T": T, "sigma": sigma})
+        return repeated_gaussian_plan(self.sensitivity(problem), self.steps(problem, budget), budget)
 
     def run(self, problem, plan, rng):
         T, sigma = plan.settings["T"], plan.settings["sigma"]

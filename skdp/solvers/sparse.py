@@ -45,7 +45,7 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release
-from ._base import Problem, Solver, SolverPlan, SolverResult, get_solver, register
+from ._base import Problem, Solver, SolverPlan, SolverResult, get_solver, register, repeated_gaussian_plan
 
 __all__ = [
     "SparseProblem",
@@ -225,15 +225,10 @@ class DPIGHT(_SparseSolver):
 
     def noise_std(self, problem, budget, T):
         """``sigma = 2G sqrt(T) / (n mu*)`` through :func:`skdp.privacy.calibrate_gaussian`."""
-        return calibrate_gaussian(T * (2.0 * problem.clip / problem.n) ** 2, budget.epsilon, budget.delta)
-
-    def events(self, problem, sigma, T):
-        return [GaussianEvent(2.0 * problem.clip / problem.n, sigma, T)]
+        return repeated_gaussian_plan(2.0 * problem.clip / problem.n, T, budget).noise_scale
 
     def make_plan(self, problem, budget):
-        T = self.steps(problem, budget)
-        sigma = self.noise_std(problem, budget, T)
-        return SolverPlan(tuple(self.events(problem, sigma, T)), sigma, {"T": T, "sigma": sigma})
+        return repeated_gaussian_plan(2.0 * problem.clip / problem.n, self.steps(problem, budget), budget)
 
     def run(self, problem, plan, rng):
         T, sigma = plan.settings["T"], plan.settings["sigma"]

@@ -1,0 +1,128 @@
+"""Regenerate the tables of README.md from the code and the benchmark scripts.
+
+Every table of numbers in the README sits between two markers::
+
+    <!-- generated: NAME (python benchmarks/readme_tables.py NAME) -->
+    ...
+    <!-- end generated: NAME -->
+
+and is rewritten by this script, so the README cannot drift from what the
+benchmarks measure. ``NAME`` is one of:
+
+* ``solvers``: the solver table, from :func:`skdp.list_solvers` (instant;
+  ``tests/test_docs.py`` checks it is current);
+* ``utility``: test accuracy / R^2 of four solvers on breast_cancer and
+  diabetes, 20 seeds (``bench_utility.py``'s protocol; about two minutes);
+* ``speed``: fit time over sklearn's on n = 200,000, d = 50 (``bench_speed.py``'s
+  design, best of 3; a few minutes). Timings depend on the machine: run it on
+  the machine whose numbers the README should show.
+
+Usage: python benchmarks/readme_tables.py [NAME ...] [--check]
+(no NAME: all of them; ``--check`` prints the differences and exits 1 instead of writing).
+"""
+
+import argparse
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+README = HERE.parent / "README.md"
+sys.path.insert(0, str(HERE))
+
+UTILITY_SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
+UTILITY_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+SPEED_SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
+
+
+def solvers():
+    from skdp import list_solvers
+
+    lines = ["| solver | source | losses | constraint | privacy | defaults |", "|---|---|---|---|---|---|"]
+    for r in list_solvers():
+        lines.append(f"| `{r['solver']}` | {r['source']} | {', '.join(r['losses'])} | {r['constraint']} | "
+                     f"{r['privacy']} | {r['defaults']} |")
+    return "\n".join(lines)
+
+
+def utility(seeds=20):
+    import bench_utility
+
+    out = []
+    for title, data, baseline, _, make in bench_utility.tasks():
+        Xtr, Xte, ytr, yte = data
+        ref = baseline.fit(Xtr, ytr).score(Xte, yte)
+        name = title.split(" ")[0]
+        metric = "accuracy" if "accuracy" in title else "R²"
+        out.append(f"| {name} {metric} (sklearn {ref:.3f}) | "
+                   + " | ".join(f"ε = {e:g}" for e in UTILITY_EPSILONS) + " |")
+        out.append("|---" * (len(UTILITY_EPSILONS) + 1) + "|")
+        for solver in UTILITY_SOLVERS:
+            cells = [f"{np.mean(bench_utility.scores(data, make, solver, e, seeds)):.3f}" for e in UTILITY_EPSILONS]
+            label = f"`{solver}`" + (" (default)" if solver == "dp_gd" else "")
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def speed():
+    import bench_speed
+
+    lines = ["| fit time / sklearn's (n = 200,000, d = 50) | sklearn | "
+             + " | ".join(f"`{s}`" for s in SPEED_SOLVERS) + " |",
+             "|---" * (len(SPEED_SOLVERS) + 2) + "|"]
+    for title, sk, _, make, X, y in bench_speed.tasks():
+        base = bench_speed.best_time(sk, X, y)
+        ratios = [bench_speed.best_time(lambda s=s: make(s), X, y) / base for s in SPEED_SOLVERS]
+        lines.append(f"| {title.split(' vs ')[0]} | {base * 1e3:.0f} ms | "
+                     + " | ".join(f"{r:.1f}x" for r in ratios) + " |")
+    return "\n".join(lines)
+
+
+GENERATORS = {"solvers": solvers, "utility": utility, "speed": speed}
+
+
+BLOCK = re.compile(r"(<!-- generated: (\w+) \(python benchmarks/readme_tables\.py \2\) -->\n)(.*?)"
+                   r"(\n<!-- end generated: \2 -->)", flags=re.S)
+
+
+def blocks(text):
+    """``{name: content}`` of every generated block in ``text``."""
+    return {m.group(2): m.group(3) for m in BLOCK.finditer(text)}
+
+
+def replace(text, name, content):
+    """``text`` with the content of its one ``name`` block replaced by ``content``."""
+    if list(blocks(text)).count(name) != 1 or len(re.findall(rf"<!-- generated: {name} ", text)) != 1:
+        raise SystemExit(f"README.md must have exactly one '{name}' block.")
+    return BLOCK.sub(lambda m: m.group(1) + content + m.group(4) if m.group(2) == name else m.group(0), text)
+
+
+def main(names, check):
+    warnings.simplefilter("ignore")
+    text = README.read_text()
+    new = text
+    for name in names:
+        print(f"generating {name} ...", file=sys.stderr)
+        new = replace(new, name, GENERATORS[name]())
+    if check:
+        changed = [n for n in names if blocks(new).get(n) != blocks(text).get(n)]
+        for n in changed:
+            print(f"--- README {n}\n{blocks(text).get(n)}\n+++ generated {n}\n{blocks(new)[n]}")
+        return 1 if changed else 0
+    README.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*", help=f"blocks to regenerate, among {sorted(GENERATORS)} (default: all)")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    unknown = sorted(set(args.names) - set(GENERATORS))
+    if unknown:
+        ap.error(f"unknown block(s) {unknown}; choose among {sorted(GENERATORS)}")
+    sys.exit(main(args.names or list(GENERATORS), args.check))
