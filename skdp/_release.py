@@ -34,7 +34,7 @@ from ._random import noise_source
 from .exceptions import PrivacyLeakWarning
 from .privacy import PrivacyBudget, active_ledger, price
 
-__all__ = ["charge", "release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
+__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
 
 
@@ -98,6 +98,20 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
               f"privacy_spent={estimator.privacy_spent_} "
               f"({report.method})")
     return report
+
+
+def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(), derived=False, n_clipped=None,
+                      **diagnostic_values):
+    """Run ``solver`` on the bounded ``problem`` and :func:`release` what it and the bound choices released.
+
+    ``pre_events`` are the events of the private bound choices made before
+    (with the same generator ``rng``). Nothing is set if the solver raises.
+    Returns the :class:`~skdp.solvers.SolverResult`.
+    """
+    result = solver.solve(problem, budget, rng)
+    release(estimator, list(pre_events) + list(result.events), derived=derived, noise_scale=result.noise_scale,
+            result=result, solver=solver, n_clipped=n_clipped, **diagnostic_values)
+    return result
 
 
 def warn_derived(name, value, stacklevel=4):

@@ -28,8 +28,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import PrivacyLeakWarning
+from .privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
 
 __all__ = [
+    "private_row_bound",
+    "private_label_range",
+    "private_clip_norm",
     "BoundedData",
     "bound_features",
     "bound_labels",
@@ -341,3 +345,42 @@ def check_label_bound(label_bound):
         raise ValueError(
             f"label_bound must be a positive number B or a pair (low, high) with low < high, got {lb!r}."
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds chosen privately (``"auto"``): each is one or two exponential-mechanism selections on a
+# public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
+# ---------------------------------------------------------------------------------------------
+def private_row_bound(X, epsilon, rng, *, quantile=0.5, factor=0.7, fit_intercept=True, intercept_scaling=None,
+                      intercept_fraction=0.5):
+    """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
+
+    The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
+    their norms (:func:`skdp.privacy.private_quantile` at ``epsilon``); the
+    intercept column, when there is one, is added to that in the norm
+    (``intercept_scaling``, or the share ``intercept_fraction`` of ``K``).
+    """
+    value, event = private_quantile(row_norms(X), quantile, epsilon, rng)
+    k_x = factor * value
+    if not fit_intercept:
+        return k_x, event
+    if intercept_scaling is None:
+        return k_x / math.sqrt(1.0 - intercept_fraction**2), event
+    return math.sqrt(k_x**2 + float(intercept_scaling) ** 2), event
+
+
+def private_label_range(y, epsilon, rng, *, width=3.0):
+    """``label_bound="auto"``: ``((low, high), events)``, the private median +- ``width`` private MADs.
+
+    Two selections at ``epsilon`` each: the median on a signed grid, then the
+    median absolute deviation from it on a norm grid.
+    """
+    centre, ev1 = private_quantile(y, 0.5, epsilon, rng, DEFAULT_SIGNED_GRID)
+    spread, ev2 = private_quantile(np.abs(y - centre), 0.5, epsilon, rng, DEFAULT_NORM_GRID)
+    half = width * spread
+    return (centre - half, centre + half), [ev1, ev2]
+
+
+def private_clip_norm(gradient_norms, quantile, epsilon, rng):
+    """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms."""
+    return private_quantile(gradient_norms, quantile, epsilon, rng)

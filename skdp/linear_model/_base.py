@@ -8,10 +8,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
-from .._release import release
-from ..bounds import bound_features, row_norms
+from .._release import solve_and_release
+from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
+from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver
 
 __all__ = ["DPLinearModel"]
@@ -191,16 +191,6 @@ class DPLinearModel(BaseEstimator):
         eps_b = self.bound_budget_fraction * self.epsilon
         return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b / k)] * k
 
-    def _auto_data_norm(self, X, rng):
-        """Private data norm: a multiple of the EM median of the raw row norms (replace-one)."""
-        median, event = private_quantile(row_norms(X), self._auto_norm_quantile, self._selection_epsilon(), rng)
-        k_x = self._auto_norm_factor * median
-        if not self.fit_intercept:
-            return k_x, event
-        if self.intercept_scaling is None:
-            return k_x / math.sqrt(1.0 - self._default_intercept_fraction**2), event
-        return math.sqrt(k_x**2 + float(self.intercept_scaling) ** 2), event
-
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                      data_derived=False, clip_norm=None, rng=None, pre_events=()):
         """Bound X, run the solver, price what it released, and set fitted attributes.
@@ -213,7 +203,10 @@ class DPLinearModel(BaseEstimator):
         pre_events = list(pre_events)
         data_norm = self.data_norm
         if data_norm == "auto":
-            data_norm, bound_event = self._auto_data_norm(X, rng)
+            data_norm, bound_event = private_row_bound(
+                X, self._selection_epsilon(), rng, quantile=self._auto_norm_quantile, factor=self._auto_norm_factor,
+                fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
+                intercept_fraction=self._default_intercept_fraction)
             pre_events = [bound_event] + pre_events
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
                                  self._default_intercept_fraction)
@@ -222,11 +215,10 @@ class DPLinearModel(BaseEstimator):
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
             clip_norm=clip_norm, solver=solver,
         )
-        result = solver.solve(problem, budget, rng)
+        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events,
+                                   derived=bounded.data_derived or data_derived, n_clipped=bounded.n_clipped)
         self.data_norm_ = bounded.data_norm
         self.intercept_scaling_ = bounded.intercept_scaling
-        release(self, pre_events + list(result.events), derived=bounded.data_derived or data_derived,
-                noise_scale=result.noise_scale, result=result, solver=solver, n_clipped=bounded.n_clipped)
         return result.coef, bounded
 
     def _split_coef(self, coef):

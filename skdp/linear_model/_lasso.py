@@ -15,7 +15,7 @@ from ..penalties import L2Penalty
 from ..privacy import PrivacyBudget
 from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
-from .._release import LinearRegressorMixin, charge, release
+from .._release import LinearRegressorMixin, charge, solve_and_release
 
 __all__ = ["DPLasso"]
 
@@ -230,15 +230,14 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
                                 norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])))
         rng = fit_randomness(self)
         budget = PrivacyBudget(self.epsilon, self.delta)
-        result = solver.solve(problem, budget, rng)
+        result = solve_and_release(self, solver, problem, budget, rng, derived=derived, n_clipped=n_clipped,
+                                   n_labels_clipped=int(n_lab))
         w = np.asarray(result.coef, dtype=float) * bound
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * R) + centre
         else:
             self.coef_, self.intercept_ = w.copy(), float(centre)
         self.label_bound_ = (centre - bound, centre + bound)
-        release(self, result.events, derived=derived, noise_scale=result.noise_scale, result=result, solver=solver,
-                n_clipped=n_clipped, n_labels_clipped=int(n_lab))
         return self
 
     def __sklearn_tags__(self):

@@ -8,10 +8,9 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import bound_labels, check_label_bound, public_label_range
+from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range
 from ..losses import SquaredLoss
 from ..solvers import SolverChoice
-from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
@@ -213,14 +212,6 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     def _n_auto_selections(self):
         return super()._n_auto_selections() + (2 if _is_auto(self.label_bound) else 0)
 
-    def _auto_label_range(self, y, rng):
-        """Private label range: EM median, then EM median absolute deviation (replace-one, sensitivity 1 each)."""
-        eps = self._selection_epsilon()
-        centre, ev1 = private_quantile(y, 0.5, eps, rng, DEFAULT_SIGNED_GRID)
-        spread, ev2 = private_quantile(np.abs(y - centre), 0.5, eps, rng, DEFAULT_NORM_GRID)
-        half = self._auto_label_width * spread
-        return (centre - half, centre + half), [ev1, ev2]
-
     def _check_label_bound(self):
         if not _is_auto(self.label_bound):
             check_label_bound(self.label_bound)
@@ -273,7 +264,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         rng = fit_randomness(self)
         label_bound, pre_events = self.label_bound, []
         if _is_auto(label_bound):
-            label_bound, pre_events = self._auto_label_range(y, rng)
+            label_bound, pre_events = private_label_range(y, self._selection_epsilon(), rng,
+                                                          width=self._auto_label_width)
         yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
         M = self._coef_ball(bound)
         # Work in units where |y| <= 1 (dividing by the public bound is a public

@@ -8,14 +8,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_co
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import append_intercept_column, bound_labels, check_label_bound, clip_features, public_label_range
+from ..bounds import (append_intercept_column, bound_labels, check_label_bound, clip_features, private_clip_norm,
+                      public_label_range)
 from ..losses import LogisticLoss, SquaredLoss
-from ..privacy import BoundedRangeEvent, PrivacyBudget, private_quantile
+from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._random import fit_randomness
 from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set, fit_classes,
-                        release)
+                        solve_and_release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -139,12 +140,13 @@ class _DPSparseBase(BaseEstimator):
             if self._auto_clip(solver):
                 # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row)
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y_enc)) * problem.row_norms()
-                problem.clip, event = private_quantile(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
+                problem.clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
                 pre_events = [event]
             else:
                 problem.clip = float(self.clip_norm)
         clip = problem.clip
-        result = solver.solve(problem, budget, rng)
+        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived,
+                                   n_clipped=n_clipped, **diagnostic_values)
         w = np.asarray(result.coef, dtype=float)
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * K) + centre
@@ -153,8 +155,6 @@ class _DPSparseBase(BaseEstimator):
         self.support_ = np.flatnonzero(self.coef_)
         self.n_nonzero_coefs_ = problem.n_nonzero
         self.clip_norm_ = clip
-        release(self, pre_events + list(result.events), derived=data_derived, noise_scale=result.noise_scale,
-                result=result, solver=solver, n_clipped=n_clipped, **diagnostic_values)
         return self
 
     def __sklearn_tags__(self):
