@@ -33,6 +33,7 @@ CAPABILITIES = {
     "scalar": "one linear predictor per row (binary classification or regression, not multinomial)",
     "globally_lipschitz": "a gradient bounded for every coefficient vector (not the squared loss)",
     "moreau_envelope": "a closed-form Moreau envelope (the hinge loss)",
+    "quadratic": "a quadratic loss (constant phi'': the minimiser solves a linear system; the squared loss)",
 }
 
 #: The registered losses, by name, in registration order.

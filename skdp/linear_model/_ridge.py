@@ -45,7 +45,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Privacy-loss target, > 0.
     delta : float, default=1e-5
         Failure probability in [0, 1); ``delta=0`` needs ``solver="output_pert"``.
-    solver : {"auto", "dp_accmd", "dp_gd", "dp_lssgd", "dp_srm", "dp_svrg", "dp_svrg_pp", \
+    solver : {"auto", "adassp", "dp_accmd", "dp_gd", "dp_lssgd", "dp_srm", "dp_svrg", "dp_svrg_pp", \
             "noisy_sfw", "noisy_sfw_lp", "noisy_sgd", "obj_pert", "output_pert", "phased_sgd", \
             "rrpsgd"}, default="auto"
         ``list_solvers(DPRidge)`` describes each. ``"auto"`` uses ``"dp_gd"``
