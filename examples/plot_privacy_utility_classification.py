@@ -33,7 +33,7 @@ SEEDS = [0, 1]
 SOLVERS = [row["solver"] for row in list_solvers() if "logistic" in row["losses"] and row["constraint"] != "l0"]
 models = {s: (lambda e, r, s=s: DPLogisticRegression(e, solver=s, data_norm=math.sqrt(d), classes=[0, 1],
                                                      random_state=r)) for s in SOLVERS}
-models["DPLinearSVC (nsgd_moreau)"] = lambda e, r: DPLinearSVC(e, data_norm=math.sqrt(d), classes=[0, 1],
+models["DPLinearSVC (noisy_sgd)"] = lambda e, r: DPLinearSVC(e, data_norm=math.sqrt(d), classes=[0, 1],
                                                                random_state=r)
 models["DPSparseLogisticRegression (dp_ight, s=10)"] = lambda e, r: DPSparseLogisticRegression(
     e, n_nonzero_coefs=10, feature_bound=3.0, classes=[0, 1], random_state=r)

@@ -6,7 +6,7 @@ swapped, number of rows public), computed by one shared accountant from what
 the solver actually released.
 """
 
-from .exceptions import BudgetExceededError, PrivacyLeakWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning, WeakDeltaWarning
 from . import datasets
 from .diagnostics import fit_diagnostics
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
@@ -33,6 +33,7 @@ __all__ = [
     "PrivacyLedger",
     "BudgetExceededError",
     "PrivacyLeakWarning",
+    "WeakDeltaWarning",
     "list_solvers",
     "__version__",
 ]

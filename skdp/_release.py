@@ -31,7 +31,7 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 
 from . import diagnostics
 from ._random import noise_source
-from .exceptions import PrivacyLeakWarning
+from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
 from .privacy import PrivacyBudget, active_ledger, price
 
 __all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
@@ -42,8 +42,17 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     """Charge ``estimator``'s planned fit on ``X`` to the explicit or active ledger.
 
     Runs before any row is read: only the shape of ``X`` (public: n and d) is
-    used. Returns the planned events, or ``None`` when there is no ledger.
+    used. Warns (:class:`~skdp.exceptions.WeakDeltaWarning`) when ``delta >= 1/n``.
+    Returns the planned events, or ``None`` when there is no ledger.
     """
+    try:
+        n = _num_samples(X)
+    except TypeError:  # not array-like: validate_data raises the proper error right after
+        n = 0
+    if n and estimator.delta >= 1.0 / n:
+        warnings.warn(f"delta={estimator.delta:g} is at least 1/n = 1/{n} = {1.0 / n:.3g}: a mechanism that "
+                      "publishes one random row meets that guarantee. Use delta much smaller than 1/n "
+                      f"(e.g. delta <= {0.1 / n:.1g}).", WeakDeltaWarning, stacklevel=3)
     ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
     if ledger is None:
         return None

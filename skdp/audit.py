@@ -471,6 +471,23 @@ def _solver_cases(epsilon, delta):
             fit_intercept=False, max_iter={"dp_ight": 3, "dp_fw_l1": 1}.get(solver),
             solver_options={"n_blocks": 4} if solver == "two_stage" else None)
         cases[solver] = (est, (X0, y0))
+    # a registered solver without a tuned setting gets the generic one of its estimator family (its
+    # defaults on the same zero background), so a new solver is audited without editing this function
+    from .solvers import SOLVERS
+
+    for name, s in SOLVERS.items():
+        if name in cases:
+            continue
+        if s.constraint == "l0":
+            cases[name] = (DPSparseLinearRegression(epsilon=epsilon, delta=delta, n_nonzero_coefs=3, solver=name,
+                                                    clip_norm=1.0, label_bound=1.0, fit_intercept=False), (X0, y0))
+        elif "squared" in s.losses:
+            cases[name] = ridge(name)
+        elif "logistic" in s.losses:
+            cases[name] = (DPLogisticRegression(solver=name, alpha=0.1, classes=[0, 1], coef_norm=3.0, **common),
+                           (X0, c0))
+        elif "hinge" in s.losses:
+            cases[name] = (DPLinearSVC(solver=name, alpha=0.1, classes=[0, 1], coef_norm=3.0, **common), (X0, c0))
     return cases
 
 

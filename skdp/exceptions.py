@@ -14,6 +14,17 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
+class WeakDeltaWarning(UserWarning):
+    """``delta`` is at least ``1/n``: the guarantee is too weak to mean anything.
+
+    An (epsilon, delta) guarantee allows the mechanism to fail with
+    probability ``delta``; a mechanism that publishes one random row out of
+    ``n`` meets ``delta = 1/n``. The usual advice is ``delta`` much smaller
+    than ``1/n`` (e.g. ``delta <= 1/(10 n)``, or ``1e-5`` for ``n`` up to
+    ``10^4``). The fit still runs and reports what it spent.
+    """
+
+
 class PrivacyAccountingError(ValueError):
     """The accountant cannot price a mechanism description it was given."""
 

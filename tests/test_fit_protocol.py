@@ -6,6 +6,7 @@ estimator to that, so a new estimator that sets its attributes by hand, or forge
 """
 
 import math
+import warnings
 import pickle
 
 import numpy as np
@@ -175,3 +176,15 @@ def test_multi_party_mechanism_is_solver_with_a_deprecation():
         old = MultiPartyDPLogisticRegression(mechanism="mpc_output_pert", classes=[0, 1], random_state=0).fit(X, y)
     np.testing.assert_array_equal(old.coef_, new.coef_)
     assert old.privacy_events_ == new.privacy_events_
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_delta_of_at_least_one_over_n_is_warned_with_both_numbers(est):
+    from skdp import WeakDeltaWarning
+
+    X, y = _data(est, n=200)
+    with pytest.warns(WeakDeltaWarning, match=r"delta=0.005 is at least 1/n = 1/200"):
+        clone(est).set_params(delta=0.005).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WeakDeltaWarning)
+        clone(est).set_params(delta=1e-4).fit(X, y)  # 1e-4 < 1/200: silent
