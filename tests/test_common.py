@@ -40,6 +40,10 @@ ESTIMATOR_KINDS = [
 # Per-solver parameters needed on check_estimator data. max_iter=30: the defaults of these solvers run
 # up to 2000 Poisson steps; every code path is the same.
 SOLVER_PARAMS = {
+    # full batches (q = 1): the API is the same, and the accountant prices q = 1 in closed form instead of
+    # by quadrature at every check's fit (the Poisson-sampled path is tested in test_convex_solvers)
+    "dp_svrg": {"solver_options": {"batch_size": 10**6}},
+    "dp_svrg_pp": {"solver_options": {"batch_size": 10**6}},
     "dp_lssgd": {"max_iter": 30},
     "rrpsgd": {"max_iter": 30},
     "dp_srm": {"max_iter": 30},

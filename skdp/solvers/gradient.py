@@ -177,6 +177,7 @@ class DPSVRG(Solver):
     needs_strong_convexity = True
     summary = "DP prox-SVRG with Poisson mini-batches, split RDP accounting"
     default_max_iter = 3
+    option_keys = {"batch_size": "expected Poisson mini-batch size b (default ceil(sqrt n); >= n: full batches)"}
 
     def schedule(self, problem):
         n = problem.n
