@@ -38,7 +38,7 @@ from fractions import Fraction
 import numpy as np
 
 from .events import ZCDPEvent
-from .mechanisms import _m
+from .mechanisms import _m, _record
 
 __all__ = ["discrete_gaussian", "secure_gaussian_release", "secure_grid"]
 
@@ -147,6 +147,7 @@ def secure_gaussian_release(rng, value, sensitivity, rho):
     # sigma_z^2 rounded *up* to a multiple of 2^-20 (and past float error): more noise, never less
     s2 = (sigma / gamma) ** 2 * (1 + 1e-12) * _m() ** 2
     sigma2 = Fraction(math.ceil(s2 * 2**20), 2**20)
+    _record("discrete_gaussian", math.sqrt(float(sigma2)) * gamma, value.shape)
     noise = discrete_gaussian(rng, sigma2, value.shape)
     released = (np.rint(units) + noise) * gamma
     return released, ZCDPEvent(float(rho)), sigma, gamma

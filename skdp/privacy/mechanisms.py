@@ -13,12 +13,13 @@ Guzman and Nandi 2021, section 3 (generalized Gaussian).
 import contextlib
 import math
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max",
-    "scaled_noise",
+    "scaled_noise", "record_draws", "Draw",
 ]
 
 
@@ -51,17 +52,59 @@ def scaled_noise(multiplier):
         _STATE.multiplier = previous
 
 
+@dataclass(frozen=True)
+class Draw:
+    """One noise draw: its distribution, the scale actually used and how many coordinates it had.
+
+    ``kind`` is ``"gaussian"`` (``scale`` = standard deviation), ``"laplace"``,
+    ``"l2_laplace"`` (the scale of the norm's Gamma), ``"gumbel"`` (one
+    report-noisy-max selection), ``"generalized_gaussian"`` or
+    ``"discrete_gaussian"`` (``scale`` = standard deviation in the released units).
+    """
+
+    kind: str
+    scale: float
+    size: int
+
+
+@contextlib.contextmanager
+def record_draws():
+    """Record every noise draw made in this thread inside the block (for tests and audits).
+
+    Yields the list the :class:`Draw` records are appended to, in the order
+    drawn. The scale recorded is the one actually used (so a draw made under
+    :func:`scaled_noise` shows its reduced scale). Off by default; when off the
+    samplers only check one thread-local attribute.
+    """
+    records = []
+    previous = getattr(_STATE, "records", None)
+    _STATE.records = records
+    try:
+        yield records
+    finally:
+        _STATE.records = previous
+
+
+def _record(kind, scale, size):
+    records = getattr(_STATE, "records", None)
+    if records is not None:
+        records.append(Draw(kind, float(scale), int(np.prod(size))))
+
+
 def _shape(size):
     return (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
 
 
 def gaussian_noise(rng, sigma, size):
     """Draw ``N(0, sigma^2 I)`` of the given shape."""
-    return rng.normal(0.0, 1.0, size=_shape(size)) * (float(sigma) * _m())
+    shape = _shape(size)
+    _record("gaussian", float(sigma) * _m(), shape)
+    return rng.normal(0.0, 1.0, size=shape) * (float(sigma) * _m())
 
 
 def laplace_noise(rng, scale, size):
     """Draw i.i.d. ``Laplace(0, scale)`` coordinates (needs an L1 sensitivity)."""
+    _record("laplace", float(scale) * _m(), _shape(size))
     return rng.laplace(0.0, float(scale) * _m(), size=_shape(size))
 
 
@@ -75,6 +118,7 @@ def l2_laplace_noise(rng, scale, size):
     """
     shape = _shape(size)
     d = int(np.prod(shape))
+    _record("l2_laplace", float(scale) * _m(), shape)
     direction = rng.normal(0.0, 1.0, size=d)
     norm = np.linalg.norm(direction)
     while norm == 0:  # pragma: no cover - probability zero
@@ -87,6 +131,7 @@ def l2_laplace_noise(rng, scale, size):
 def report_noisy_max(rng, scores, scale):
     """Index of ``argmax(scores + Gumbel(scale))``: the exponential mechanism ``P ~ exp(score/scale)``."""
     scores = np.asarray(scores, dtype=float)
+    _record("gumbel", float(scale) * _m(), (1,))
     return int(np.argmax(scores + rng.gumbel(0.0, float(scale) * _m(), size=scores.shape)))
 
 
@@ -105,6 +150,7 @@ def generalized_gaussian_noise(rng, sigma, size, r=2.0):
     r = float(r)
     if r == 2.0:
         return gaussian_noise(rng, sigma, shape)
+    _record("generalized_gaussian", float(sigma) * _m(), shape)
     while True:
         Y = rng.gamma(1.0 / r, 1.0, size=d) ** (1.0 / r) * rng.choice([-1.0, 1.0], size=d)
         top = np.max(np.abs(Y))
