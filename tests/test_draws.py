@@ -130,3 +130,31 @@ def test_estimators_draw_what_they_price(make):
     solver = getattr(est, "solver_", None)
     _check(est, draws, solver if solver in ("obj_pert",) else None)
     assert math.isfinite(est.privacy_spent_.epsilon)
+
+
+def test_dp_gd_clips_inside_the_solver(under_noise):
+    """Noise off, one step, neighbours that differ in one row whose gradient is far above the clip norm:
+    the step moves by at most eta * 2C/n (the sensitivity dp_gd is priced for)."""
+    from skdp.losses import LogisticLoss
+    from skdp.penalties import L2Penalty
+    from skdp.privacy import PrivacyBudget
+    from skdp.solvers import Problem, get_solver
+
+    rng = np.random.RandomState(0)
+    n, p, C = 50, 3, 0.01
+    X = rng.uniform(-1, 1, (n, p)) / 2
+    y = np.where(rng.rand(n) > 0.5, 1.0, -1.0)
+    X2, y2 = X.copy(), y.copy()
+    X2[0], y2[0] = [0.5, 0.5, 0.5], -y[0]
+    solver = get_solver("dp_gd")
+
+    def one_step(X, y):
+        problem = Problem(X=X, y=y, norms=np.linalg.norm(X, axis=1), loss=LogisticLoss(), penalty=L2Penalty(0.0),
+                          data_norm=1.0, max_iter=1, clip_norm=C)
+        with under_noise(1e-12):
+            return solver.solve(problem, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0)), problem
+
+    (a, problem), (b, _) = one_step(X, y), one_step(X2, y2)
+    eta = a.info["learning_rate"]
+    assert np.linalg.norm(a.coef - b.coef) <= eta * 2 * C / n * (1 + 1e-9)
+    assert np.linalg.norm(a.coef - b.coef) >= 0.5 * eta * 2 * C / n  # the clip binds: the test is not vacuous

@@ -192,7 +192,7 @@ class Solver:
     requires : frozenset of str
         The loss capabilities its proof needs (keys of
         :data:`skdp.losses.CAPABILITIES`: ``"smooth"``, ``"scalar"``,
-        ``"globally_lipschitz"``, ``"moreau_envelope"``).
+        ``"globally_lipschitz"``, ``"moreau_envelope"``, ``"quadratic"``).
     losses : tuple of str
         The registered losses that have them (derived, never listed by hand:
         a new loss with the right capabilities is supported without editing
