@@ -96,6 +96,11 @@ def test_multi_party_plan_uses_the_public_party_sizes():
     planned = est.planned_events(400, 4, parties=parties)
     equal = est.planned_events(400, 4)  # 2 contiguous blocks of 200
     assert planned[0].sensitivity > equal[0].sensitivity
+    # replace-one in the smallest party moves the average of the m party means by 2 G / (m n_min), G = K / 2,
+    # plus the fixed-point rounding allowance sqrt(d) 2^-f (d = 4 features + intercept)
+    K, m, n_min, d = est.data_norm, 3, 50, 5
+    rounding = math.sqrt(d) * 2.0 ** -est.frac_bits
+    assert planned[0].sensitivity == pytest.approx((2 * (K / 2) / n_min + rounding) / m, rel=1e-12)
     fitted = clone(est).fit(X, y, parties=parties)
     assert fitted.privacy_events_ == list(planned)
     ledger = PrivacyLedger(50.0, est.delta)
