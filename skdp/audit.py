@@ -467,7 +467,7 @@ def _solver_cases(epsilon, delta):
     }
     for solver in ("dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"):
         est = DPSparseLinearRegression(
-            epsilon=epsilon, delta=delta, n_nonzero_coefs=3, solver=solver, clip_norm=1.0, label_bound=1.0,
+            epsilon=epsilon, delta=delta, n_nonzero_coefs=2, solver=solver, clip_norm=1.0, label_bound=1.0,
             fit_intercept=False, max_iter={"dp_ight": 3, "dp_fw_l1": 1}.get(solver),
             solver_options={"n_blocks": 4} if solver == "two_stage" else None)
         cases[solver] = (est, (X0, y0))
@@ -479,7 +479,7 @@ def _solver_cases(epsilon, delta):
         if name in cases:
             continue
         if s.constraint == "l0":
-            cases[name] = (DPSparseLinearRegression(epsilon=epsilon, delta=delta, n_nonzero_coefs=3, solver=name,
+            cases[name] = (DPSparseLinearRegression(epsilon=epsilon, delta=delta, n_nonzero_coefs=2, solver=name,
                                                     clip_norm=1.0, label_bound=1.0, fit_intercept=False), (X0, y0))
         elif "squared" in s.losses:
             cases[name] = ridge(name)

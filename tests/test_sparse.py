@@ -382,3 +382,10 @@ def test_private_search_over_sparsity_level():
                             epsilon=2.0, delta=1e-5, random_state=0).fit(X, y)
     assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
     assert np.count_nonzero(search.best_estimator_.coef_) <= search.best_params_["n_nonzero_coefs"]
+
+
+def test_more_nonzero_coefficients_than_features_is_refused():
+    X, y = np.zeros((20, 5)), np.zeros(20)
+    with pytest.raises(ValueError, match=r"n_nonzero_coefs=6 is more than the number of features \(5\)"):
+        DPSparseLinearRegression(n_nonzero_coefs=6, label_bound=1.0).fit(X, y)
+    DPSparseLinearRegression(n_nonzero_coefs=5, label_bound=1.0, random_state=0).fit(X, y)

@@ -73,6 +73,9 @@ class _DPSparseBase(BaseEstimator):
     def _n_nonzero(self, n_features):
         """``n_nonzero_coefs``, or 10% of the features (at least 1), as sklearn's OMP does."""
         if self.n_nonzero_coefs is not None:
+            if self.n_nonzero_coefs > n_features:
+                raise ValueError(f"n_nonzero_coefs={self.n_nonzero_coefs} is more than the number of features "
+                                 f"({n_features}).")
             return int(self.n_nonzero_coefs)
         return max(int(0.1 * n_features), 1)
 
