@@ -193,3 +193,12 @@ def test_delta_of_at_least_one_over_n_is_warned_with_both_numbers(est):
     with warnings.catch_warnings():
         warnings.simplefilter("error", WeakDeltaWarning)
         clone(est).set_params(delta=1e-4).fit(X, y)  # 1e-4 < 1/200: silent
+
+
+@pytest.mark.parametrize("est", [m for m in MODELS if is_classifier(m)], ids=lambda e: type(e).__name__)
+def test_classifier_attributes_have_sklearns_shapes(est):
+    X, y = _data(est)
+    fitted = clone(est).fit(X, y)
+    k = len(fitted.classes_)
+    rows = 1 if k == 2 else k
+    assert fitted.coef_.shape == (rows, X.shape[1]) and np.shape(fitted.intercept_) == (rows,)

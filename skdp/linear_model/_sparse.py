@@ -214,9 +214,10 @@ _SHARED_PARAMS_DOC = """
 """
 
 _SHARED_ATTRS_DOC = """
-    coef_ : ndarray of shape (n_features,)
-        At most ``n_nonzero_coefs_`` non-zeros.
-    intercept_ : float
+    coef_ : ndarray of shape (n_features,) (regressor) or (1, n_features) (classifier)
+        At most ``n_nonzero_coefs_`` non-zeros; shaped as sklearn's
+        ``Lasso`` / ``LogisticRegression`` ``coef_``.
+    intercept_ : float (regressor) or ndarray of shape (1,) (classifier)
     support_ : ndarray of int
         Indices of the non-zero coefficients.
     n_nonzero_coefs_ : int
@@ -487,7 +488,10 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         classes, derived = fit_classes(self, y, binary=True, why=_NO_MULTINOMIAL)
         y_enc = np.where(y == classes[1], 1.0, -1.0)
-        return self._fit_sparse(X, y_enc, 0.0, data_derived=derived)
+        self._fit_sparse(X, y_enc, 0.0, data_derived=derived)
+        # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
+        self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
