@@ -95,7 +95,7 @@ def test_noisy_sfw_sensitivity_bounds_an_adversarial_neighbour():
 
         worst = max(worst, r * np.max(np.abs(est(prob) - est(p2))))
     assert worst <= sens[1] * (1 + 1e-12)
-    assert worst > 0.2 * sens[1]  # the bound is not vacuous
+    assert worst > 0.3 * sens[1]  # not vacuous: this neighbour attains about 0.34 of the bound
 
 
 def test_noisy_sfw_noise_free_reaches_constrained_optimum():
