@@ -28,11 +28,10 @@ GAUSSIAN_KINDS = {"gaussian", "generalized_gaussian", "discrete_gaussian"}
 SPLIT = {"dp_svrg", "dp_svrg_pp"}
 
 
-def _with_canary(est, X, y):
-    """The audit's worst-case background plus one canary row (the audit fits exactly these)."""
-    X1 = np.vstack([X, np.eye(X.shape[1])[0]])
-    y1 = np.append(y, 1)
-    return est, X1, y1
+def _audit_case(solver):
+    """The audit's worst-case setting for ``solver``: its estimator (seeded) and background plus one canary row."""
+    est, (X, y) = _solver_cases(2.0, 1e-5)[solver]
+    return est.set_params(random_state=0), np.vstack([X, np.eye(X.shape[1])[0]]), np.append(y, 1)
 
 
 def _fit_recorded(est, X, y, **fit):
@@ -84,8 +83,8 @@ def _check(est, draws, solver=None):
 
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
 def test_every_solver_draws_what_it_prices(solver):
-    est, X, y = _with_canary(*_solver_cases(2.0, 1e-5)[solver][0:1], *_solver_cases(2.0, 1e-5)[solver][1])
-    est, draws = _fit_recorded(est.set_params(random_state=0), X, y)
+    est, X, y = _audit_case(solver)
+    est, draws = _fit_recorded(est, X, y)
     _check(est, draws, solver)
     if solver == "dpsl_kt":  # the labels' noise is the unit event's sigma times the realised sensitivity
         (event,) = est.privacy_events_
@@ -95,9 +94,9 @@ def test_every_solver_draws_what_it_prices(solver):
 @pytest.mark.parametrize("solver", sorted(SOLVERS))
 def test_an_under_noised_fit_is_seen_in_its_draws(solver):
     """Positive control of the check above: half the noise, reported unchanged, must not pass."""
-    est, X, y = _with_canary(*_solver_cases(2.0, 1e-5)[solver][0:1], *_solver_cases(2.0, 1e-5)[solver][1])
+    est, X, y = _audit_case(solver)
     with scaled_noise(0.5):
-        est, draws = _fit_recorded(est.set_params(random_state=0), X, y)
+        est, draws = _fit_recorded(est, X, y)
     with pytest.raises(AssertionError):
         _check(est, draws, solver)
 
@@ -154,7 +153,7 @@ def test_dp_gd_clips_inside_the_solver(under_noise):
         with under_noise(1e-12):
             return solver.solve(problem, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0)), problem
 
-    (a, problem), (b, _) = one_step(X, y), one_step(X2, y2)
+    (a, _), (b, _) = one_step(X, y), one_step(X2, y2)
     eta = a.info["learning_rate"]
     assert np.linalg.norm(a.coef - b.coef) <= eta * 2 * C / n * (1 + 1e-9)
     assert np.linalg.norm(a.coef - b.coef) >= 0.5 * eta * 2 * C / n  # the clip binds: the test is not vacuous

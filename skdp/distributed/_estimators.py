@@ -328,16 +328,15 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         return self._calibration(sizes, int(n_features) + int(self.fit_intercept))[2]
 
     def _solver(self):
-        """``solver``, or the deprecated ``mechanism`` when it is given."""
-        if self.mechanism == "deprecated":
-            return self.solver
-        warnings.warn("MultiPartyDPLogisticRegression's 'mechanism' was renamed 'solver' (as in every skdp "
-                      "estimator); 'mechanism' will be removed.", FutureWarning, stacklevel=3)
-        return self.mechanism
+        """``solver``, or the deprecated ``mechanism`` when it is given (warned once, in ``_check_params``)."""
+        return self.solver if self.mechanism == "deprecated" else self.mechanism
 
     def _check_params(self):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        if self.mechanism != "deprecated":
+            warnings.warn("MultiPartyDPLogisticRegression's 'mechanism' was renamed 'solver' (as in every skdp "
+                          "estimator); 'mechanism' will be removed.", FutureWarning, stacklevel=3)
         check_class_set(self, binary=True, why=_BINARY)
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -156,19 +156,18 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     def _ball_radius(self):
-        """``coef_norm``, or the deprecated ``radius`` when it is given."""
-        if isinstance(self.radius, str):
-            return self.coef_norm
-        warnings.warn("DPLasso's 'radius' was renamed 'coef_norm' (the name every skdp estimator uses for the "
-                      "radius of its coefficient ball); 'radius' will be removed.", FutureWarning, stacklevel=3)
-        return self.radius
+        """``coef_norm``, or the deprecated ``radius`` when it is given (warned once, in ``_check_params``)."""
+        return self.coef_norm if isinstance(self.radius, str) else self.radius
 
     def _check_params(self):
         for name in ("epsilon", "coef_norm", "feature_bound"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
-        if not isinstance(self.radius, str) and not math.isfinite(self.radius):
-            raise ValueError(f"radius must be finite, got {self.radius!r}.")
+        if not isinstance(self.radius, str):
+            if not math.isfinite(self.radius):
+                raise ValueError(f"radius must be finite, got {self.radius!r}.")
+            warnings.warn("DPLasso's 'radius' was renamed 'coef_norm' (the name every skdp estimator uses for the "
+                          "radius of its coefficient ball); 'radius' will be removed.", FutureWarning, stacklevel=3)
         check_label_bound(self.label_bound)
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
