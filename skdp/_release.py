@@ -22,9 +22,12 @@ live here too, so they are written once.
 """
 
 import math
+import os
+import sys
 import warnings
 
 import numpy as np
+import sklearn
 from scipy import special
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
@@ -36,6 +39,10 @@ from .privacy import PrivacyBudget, active_ledger, price
 
 __all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
+
+
+#: frames in these directories are library code; warnings about a user's call point past them
+_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(sklearn.__file__)))
 
 
 def charge(estimator, X, privacy_ledger, **plan_kwargs):
@@ -52,7 +59,7 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     if n and estimator.delta >= 1.0 / n:
         warnings.warn(f"delta={estimator.delta:g} is at least 1/n = 1/{n} = {1.0 / n:.3g}: a mechanism that "
                       "publishes one random row meets that guarantee. Use delta much smaller than 1/n "
-                      f"(e.g. delta <= {0.1 / n:.1g}).", WeakDeltaWarning, stacklevel=3)
+                      f"(e.g. delta <= {0.1 / n:.1g}).", WeakDeltaWarning, stacklevel=_caller_stacklevel())
     ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
     if ledger is None:
         return None
@@ -61,6 +68,14 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
     ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
     return planned
+
+
+def _caller_stacklevel():
+    """``stacklevel`` of the first frame outside skdp and scikit-learn (the user's ``fit`` call)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def release(estimator, events, *, derived, noise_scale, result=None, solver=None, n_clipped=None,
@@ -123,14 +138,14 @@ def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(),
     return result
 
 
-def warn_derived(name, value, stacklevel=4):
+def warn_derived(name, value):
     """Warn that a privacy-relevant bound was read from the data (the guarantee is void)."""
     warnings.warn(
         f"{name} was not given, so it was read from the data ({value!r}). This leaks "
         "information and voids the privacy guarantee (privacy_spent_.epsilon is inf). "
         f"Pass {name} explicitly to get a real guarantee.",
         PrivacyLeakWarning,
-        stacklevel=stacklevel,
+        stacklevel=_caller_stacklevel(),
     )
 
 
@@ -179,7 +194,7 @@ def fit_classes(estimator, y, binary=False, why=""):
         if binary and classes.size > 2:
             raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}; "
                              f"got {classes.size} classes.")
-        warn_derived("classes", classes.tolist(), stacklevel=4)
+        warn_derived("classes", classes.tolist())
     else:
         unknown = np.setdiff1d(np.unique(y), classes)
         if unknown.size:
