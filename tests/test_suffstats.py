@@ -130,3 +130,9 @@ def test_adassp_fit_is_priced_planned_and_accurate():
     assert est.score(X, y) > ref.score(X, y) - 0.02
     with pytest.raises(ValueError, match="pure-epsilon"):
         DPRidge(delta=0.0, solver="adassp", data_norm=2.0, label_bound=(-5, 5)).fit(X, y)
+
+
+@pytest.mark.parametrize("rho", [0.0, 1.5, "x", True])
+def test_bad_failure_probability_is_refused_before_the_data(rho):
+    with pytest.raises(ValueError, match="failure_probability"):
+        DPRidge(solver="adassp", label_bound=1.0, solver_options={"failure_probability": rho}).fit(None, None)

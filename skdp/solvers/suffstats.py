@@ -53,6 +53,18 @@ class AdaSSP(Solver):
     requires = frozenset({"quadratic"})
     option_keys = {"failure_probability": "rho of AdaSSP's ridge rule (post-processing; default 0.05)"}
 
+    def check_options(self, options):
+        """Keys, and the value of ``failure_probability``, checked before the data is read."""
+        super().check_options(options)
+        self._failure_probability(options or {})
+
+    @staticmethod
+    def _failure_probability(options):
+        rho = options.get("failure_probability", 0.05)
+        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0 < rho < 1:
+            raise ValueError(f"solver_options['failure_probability'] must be in (0, 1), got {rho!r}.")
+        return float(rho)
+
     @staticmethod
     def sensitivities(problem):
         """Replace-one L2 sensitivities of (lambda_min, upper triangle of X^T X, X^T y)."""
@@ -67,9 +79,7 @@ class AdaSSP(Solver):
         sens = self.sensitivities(problem)
         unit = calibrate_gaussian(3.0, budget.epsilon, budget.delta)  # 3 releases of unit sensitivity
         sigmas = tuple(s * unit for s in sens)
-        rho = float(problem.options.get("failure_probability", 0.05))
-        if not 0 < rho < 1:
-            raise ValueError(f"failure_probability must be in (0, 1), got {rho!r}.")
+        rho = self._failure_probability(problem.options)
         events = tuple(GaussianEvent(s, sig) for s, sig in zip(sens, sigmas))
         return SolverPlan(events, sigmas[1], {"sigmas": sigmas, "rho": rho})
 
