@@ -21,23 +21,27 @@ The label-set rules of the classifiers (:func:`check_class_set`,
 live here too, so they are written once.
 """
 
+import dataclasses
 import math
 import os
 import sys
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import sklearn
-from scipy import special
+from scipy import sparse, special
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
 
 from . import diagnostics
 from ._random import noise_source
 from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
-from .privacy import PrivacyBudget, active_ledger, price
+from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, price
+from .privacy.label_set import label_set_threshold, private_label_set
 
-__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "linear_scores",
+__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "class_indices", "zero_inactive_rows", "zero_rows",
+           "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
 
 
@@ -153,14 +157,78 @@ def _binary_message(estimator, why):
     return f"{type(estimator).__name__} is binary{why}"
 
 
+#: ``classes="auto"``: the largest share of ``(epsilon, delta)`` spent selecting the label set
+#: (:func:`skdp.privacy.private_label_set`); the rest goes to the solver. At (1, 1e-5) the threshold is
+#: 93 rows and a class of 135 rows is kept with probability 0.997 (0.92 at a 0.2 share); chosen on
+#: breast_cancer and digits (see :doc:`/user_guide/label_set`).
+CLASS_SELECTION_SHARE = (0.25, 0.5)
+#: a class holding this share of the (public) n rows is kept with probability >= 1 - _CLASS_FAILURE;
+#: where that needs less than the share above (large n), the selection spends only what it needs
+_MIN_CLASS_FRACTION = 0.02
+_CLASS_FAILURE = 1e-3
+
+
+class ClassSelection(NamedTuple):
+    """What :func:`fit_classes` decided: the label set and how the rows take part."""
+
+    classes: np.ndarray  #: the sorted label set (``classes_``)
+    derived: bool  #: read from the data in the clear (``classes=None``): no finite guarantee
+    active: object  #: boolean mask of the rows whose label is in ``classes`` (``None``: every row)
+    events: list  #: privacy events of the selection (``classes="auto"``)
+
+
+def _is_auto(classes):
+    return isinstance(classes, str) and classes == "auto"
+
+
+def class_selection_budget(estimator, n_samples=None):
+    """``(epsilon, delta)`` of the private label-set selection, or ``None`` unless ``classes="auto"``.
+
+    ``CLASS_SELECTION_SHARE`` of the budget, lowered at large (public)
+    ``n_samples`` to what keeps a class of ``2%`` of the rows with probability
+    ``0.999``: a class of ``c`` rows is dropped with probability
+    ``exp(-(c - tau) / b) / 2``, so ``epsilon_sel = 2 (ln(1/(2 delta_sel)) + ln(1/(2 beta))) / (c - 1)``
+    suffices. A function of public quantities only.
+    """
+    if not _is_auto(getattr(estimator, "classes", None)):
+        return None
+    eps_frac, delta_frac = CLASS_SELECTION_SHARE
+    eps, delta = eps_frac * estimator.epsilon, delta_frac * estimator.delta
+    c = _MIN_CLASS_FRACTION * (n_samples or 0)
+    if c > 1 and delta > 0:
+        needed = 2.0 * (math.log(1.0 / (2.0 * delta)) + math.log(1.0 / (2.0 * _CLASS_FAILURE))) / (c - 1.0)
+        eps = min(eps, needed)
+    return eps, delta
+
+
+def class_selection_events(estimator, n_samples):
+    """The planned events of the label-set selection (empty unless ``classes="auto"``)."""
+    budget = class_selection_budget(estimator, n_samples)
+    return [] if budget is None else [ApproxDPEvent(*budget)]
+
+
 def check_class_set(estimator, binary=False, why=""):
     """The public class set ``estimator.classes`` as a sorted array, or ``None`` if it is not given.
 
     Called before any data is read. Raises ``ValueError`` for repeated labels,
     fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
     the binary message (e.g. the proof that does not cover more classes).
+    ``classes="auto"`` (returns ``None``) needs ``delta > 0``: a label carried
+    by a single row cannot be released under pure epsilon-DP.
     """
     if estimator.classes is None:
+        return None
+    if isinstance(estimator.classes, str):
+        if not _is_auto(estimator.classes):
+            raise ValueError(f"classes must be 'auto', None or an array of labels, got {estimator.classes!r}.")
+        if estimator.delta == 0:
+            raise ValueError(
+                "classes='auto' selects the label set privately, which needs delta > 0 (a label seen in one "
+                "row cannot be released with pure epsilon-DP). With delta=0, pass the public label set as "
+                "classes=[...]."
+            )
+        eps, delta = class_selection_budget(estimator)
+        label_set_threshold(eps, delta)  # validates the selection's budget
         return None
     given = np.asarray(estimator.classes)
     classes = np.unique(given)
@@ -174,17 +242,47 @@ def check_class_set(estimator, binary=False, why=""):
     return classes
 
 
-def fit_classes(estimator, y, binary=False, why=""):
-    """``(classes_, derived)`` for a fit on labels ``y``, and sets ``estimator.classes_``.
+def fit_classes(estimator, y, rng=None, binary=False, why=""):
+    """The label set of a fit on labels ``y`` (a :class:`ClassSelection`); sets ``estimator.classes_``.
 
-    With public ``classes`` every label of ``y`` must be in it. With
-    ``classes=None`` the set is read from the data, which is warned
-    (:class:`~skdp.PrivacyLeakWarning`) and voids the guarantee (``derived``).
+    * Public ``classes``: every label of ``y`` must be in it.
+    * ``classes="auto"``: :func:`skdp.privacy.private_label_set` at the share
+      :data:`CLASS_SELECTION_SHARE` of the budget, drawing from ``rng`` (the
+      fit's generator). Rows whose label is not selected are **kept** (``n``
+      stays public) and marked inactive: the estimator makes them contribute
+      a constant to the loss. Fewer than 2 selected labels, or more than 2 for
+      a binary estimator, raise ``ValueError``; the decision uses only the
+      released set.
+    * ``classes=None``: the set is read from the data, which is warned
+      (:class:`~skdp.PrivacyLeakWarning`) and voids the guarantee (``derived``).
     """
     check_classification_targets(y)
     classes = check_class_set(estimator, binary, why)
-    derived = classes is None
-    if derived:
+    derived, active, events = False, None, []
+    if _is_auto(estimator.classes):
+        if rng is None:
+            raise TypeError("fit_classes needs the fit's generator rng with classes='auto'.")
+        budget = class_selection_budget(estimator, _num_samples(y))
+        classes, event = private_label_set(y, *budget, rng)
+        events = [event]
+        if classes.size < 2:
+            raise ValueError(
+                f"classes='auto' selected {classes.size} label(s) ({classes.tolist()!r}); a classifier needs "
+                "at least 2 (one class or none cannot be fitted). At "
+                f"epsilon={estimator.epsilon:g} a label needs roughly "
+                f"{label_set_threshold(*budget)[1]:.0f} rows or more to be "
+                "selected privately. Pass the public label set as classes=[...], or fit on more rows / a "
+                "larger epsilon."
+            )
+        if binary and classes.size > 2:
+            raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
+                             f"classes='auto' selected {classes.size} "
+                             f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
+        active = np.isin(y, classes)
+        if active.all():
+            active = None
+    elif classes is None:
+        derived = True
         classes = np.unique(y)
         if classes.size < 2:
             raise ValueError(
@@ -200,7 +298,38 @@ def fit_classes(estimator, y, binary=False, why=""):
         if unknown.size:
             raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
     estimator.classes_ = classes
-    return classes, derived
+    return ClassSelection(classes, derived, active, events)
+
+
+def zero_inactive_rows(bounded, active):
+    """``bounded`` (a :class:`~skdp.bounds.BoundedData`) with the rows outside ``active`` set to zero.
+
+    Used with ``classes="auto"``: a row whose label was not selected stays in
+    the data (n is public) but its augmented row, intercept column included,
+    is zero, so its loss is the constant ``phi(0, y)`` and its gradient is
+    zero. The bounds (and so every sensitivity) are unchanged.
+    """
+    keep = np.asarray(active, dtype=bool)
+    return dataclasses.replace(bounded, X=zero_rows(bounded.X, keep),
+                               row_norms=np.where(keep, bounded.row_norms, 0.0))
+
+
+def zero_rows(X, active):
+    """A copy of ``X`` (dense or CSR) whose rows outside the boolean mask ``active`` are zero."""
+    keep = np.asarray(active, dtype=bool)
+    if sparse.issparse(X):
+        X = (sparse.diags(keep.astype(X.dtype)) @ X).tocsr()
+        X.eliminate_zeros()
+        return X
+    return np.where(keep[:, None], X, 0).astype(X.dtype, copy=False)
+
+
+def class_indices(selection, y):
+    """Index of each row's label in ``selection.classes`` (0 for inactive rows, whose index is unused)."""
+    idx = np.searchsorted(selection.classes, y)
+    if selection.active is not None:
+        idx = np.where(selection.active, np.minimum(idx, selection.classes.size - 1), 0)
+    return idx
 
 
 def linear_scores(estimator, X):

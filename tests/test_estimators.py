@@ -71,7 +71,7 @@ def test_data_derived_bounds_warn_and_void_guarantee(clf_data, reg_data):
     assert est.privacy_nominal_.epsilon == pytest.approx(1.0, rel=1e-6)
     assert est.data_norm is None and est.data_norm_ > 0  # parameter untouched
     with pytest.warns(PrivacyLeakWarning, match="classes"):
-        est = DPLogisticRegression(data_norm=3.0, random_state=0).fit(X, y)
+        est = DPLogisticRegression(data_norm=3.0, classes=None, random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.warns(PrivacyLeakWarning, match="label_bound"):
         est = DPRidge(data_norm=2.5, random_state=0).fit(*reg_data)  # label_bound=None

@@ -106,11 +106,12 @@ def test_multi_party_plan_uses_the_public_party_sizes():
     ledger = PrivacyLedger(50.0, est.delta)
     clone(est).fit(X, y, parties=parties, privacy_ledger=ledger)
     assert ledger.spent().epsilon == pytest.approx(fitted.privacy_spent_.epsilon, rel=1e-9)
-    assert MultiPartyDPLogisticRegression().planned_events(400, 4) is None  # classes read from the data
+    assert MultiPartyDPLogisticRegression(classes=None).planned_events(400, 4) is None  # read from the data
 
 
-@pytest.mark.parametrize("est", [DPLogisticRegression(), DPLinearSVC(), DPSparseLogisticRegression(),
-                                 MultiPartyDPLogisticRegression()], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("est", [DPLogisticRegression(classes=None), DPLinearSVC(classes=None),
+                                 DPSparseLogisticRegression(classes=None),
+                                 MultiPartyDPLogisticRegression(classes=None)], ids=lambda e: type(e).__name__)
 def test_a_class_set_read_from_the_data_voids_the_guarantee_everywhere(est):
     X, y = _data(est)
     with pytest.warns(Warning, match="classes was not given"):

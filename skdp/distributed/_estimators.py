@@ -13,7 +13,8 @@ from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
 from .._random import fit_randomness
-from .._release import ProbabilisticClassifierMixin, charge, check_class_set, fit_classes, release
+from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
+                        release)
 from ..bounds import bound_features
 from ..privacy import (
     GaussianEvent,
@@ -188,8 +189,11 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     fit_intercept : bool, default=True
     n_parties : int, default=2
         Used when ``fit`` gets no ``parties``: rows are split into this many contiguous blocks.
-    classes : array-like of shape (2,) or None
-        Public class labels; ``None`` reads them from the data with a :class:`~skdp.PrivacyLeakWarning`.
+    classes : array-like of shape (2,), "auto" or None, default="auto"
+        Public class labels. ``"auto"`` selects them privately (as in :class:`skdp.DPLogisticRegression`;
+        needs ``delta > 0``, priced in ``privacy_spent_``, more than 2 selected labels raise ``ValueError``;
+        in this simulation the noisy label counts are computed centrally). ``None`` reads them from the
+        data with a :class:`~skdp.PrivacyLeakWarning`.
     max_iter : int or None
         Rounds ``T`` of ``mpc_grad_pert`` (default ``min(40, max(2, ceil(n eps / 30)))``, as ``dp_gd``).
     tol : float, default=1e-6
@@ -253,7 +257,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         "data_norm": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "n_parties": [Interval(Integral, 1, None, closed="left")],
-        "classes": ["array-like", None],
+        "classes": ["array-like", StrOptions({"auto"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "frac_bits": [Interval(Integral, 8, 48, closed="both")],
@@ -262,7 +266,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, solver="mpc_grad_pert", mechanism="deprecated", alpha=1e-3,
                  data_norm=1.0,
-                 fit_intercept=True, n_parties=2, classes=None, max_iter=None, tol=1e-6, frac_bits=32,
+                 fit_intercept=True, n_parties=2, classes="auto", max_iter=None, tol=1e-6, frac_bits=32,
                  random_state=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -291,24 +295,28 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """(sensitivity of the released average, noise scale, events, T)."""
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
+        # classes="auto": the label-set selection's (epsilon, delta) comes first (basic composition)
+        selection = class_selection_events(self, n)
+        eps = self.epsilon - sum(ev.epsilon for ev in selection)
+        delta = self.delta - sum(ev.delta for ev in selection)
         if self._solver() == "mpc_grad_pert":
             if self.delta == 0:
                 raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
                                  "'mpc_output_pert' for pure epsilon-DP.")
             T = self._steps(n)
             sens = (2 * (K / 2) / n_min + self._rounding(d)) / m
-            sigma = calibrate_gaussian(T * sens**2, self.epsilon, self.delta)
-            return sens, sigma, [GaussianEvent(sens, sigma, T)], T
+            sigma = calibrate_gaussian(T * sens**2, eps, delta)
+            return sens, sigma, selection + [GaussianEvent(sens, sigma, T)], T
         if not self.alpha > 0:
             raise ValueError("solver='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
                              "sensitivity).")
         tau = self.tol * 2 * K / n_min
         sens = (2 * K / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
         if self.delta == 0:
-            scale = pure_noise_scale(sens, self.epsilon)
-            return sens, scale, [L2LaplaceEvent(sens, scale)], 1
-        sigma = calibrate_gaussian(sens**2, self.epsilon, self.delta)
-        return sens, sigma, [GaussianEvent(sens, sigma)], 1
+            scale = pure_noise_scale(sens, eps)
+            return sens, scale, selection + [L2LaplaceEvent(sens, scale)], 1
+        sigma = calibrate_gaussian(sens**2, eps, delta)
+        return sens, sigma, selection + [GaussianEvent(sens, sigma)], 1
 
     # -- fitting -------------------------------------------------------------------------------
     def planned_events(self, n_samples, n_features=None, parties=None):
@@ -368,11 +376,22 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             return self._fit_dask(X, y)
         charge(self, X, privacy_ledger, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        classes, derived = fit_classes(self, y, binary=True, why=_BINARY)
-        ys = np.where(y == classes[1], 1.0, -1.0)
+        rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
+        ys, derived = self._encode_labels(y, rng)
         blocks = split_parties(X.shape[0], self.n_parties, parties)
         backend = _InProcessParties([(X[b], ys[b]) for b in blocks], self._bound)
-        return self._fit_parties(backend, derived)
+        return self._fit_parties(backend, derived, rng)
+
+    def _encode_labels(self, y, rng):
+        """``(ys, derived)``: labels in {-1, +1}, and 0 for the rows whose label ``classes="auto"`` did not
+        select (their logistic loss is the constant ln 2 and their gradient zero, so they contribute
+        nothing while n stays public). The selection runs centrally in this simulation; a deployment
+        would aggregate the parties' label counts securely and add the same noise."""
+        selection = fit_classes(self, y, rng, binary=True, why=_BINARY)
+        ys = np.where(y == selection.classes[1], 1.0, -1.0)
+        if selection.active is not None:
+            ys = np.where(selection.active, ys, 0.0)
+        return ys, selection.derived
 
     @property
     def _bound(self):
@@ -383,20 +402,20 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
-        classes, derived = fit_classes(self, y, binary=True, why=_BINARY)
+        rng = fit_randomness(self)
+        ys, derived = self._encode_labels(y, rng)
         self.n_features_in_ = int(X.shape[1])
-        ys = np.where(y == classes[1], 1.0, -1.0)
-        return self._fit_parties(_DaskParties(X, ys, self._bound), derived)
+        return self._fit_parties(_DaskParties(X, ys, self._bound), derived, rng)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
 
-    def _fit_parties(self, backend, derived):
+    def _fit_parties(self, backend, derived, rng=None):
         """The protocol, given parties that compute locally (in process or on Dask workers)."""
         sizes = np.asarray(backend.sizes)
         d = backend.n_features + int(self.fit_intercept)
         sens, scale, events, T = self._calibration(sizes, d)
-        rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
+        rng = fit_randomness(self) if rng is None else rng
         m = len(sizes)
         # 128 bits from the fit's generator root every party's own SeedSequence; each party splits its own
         # into a 128-bit contribution to the aggregate's noise seed and the seed of its share generator

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
-from .._release import solve_and_release
+from .._release import class_selection_events, solve_and_release, zero_inactive_rows
 from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget
@@ -166,7 +166,7 @@ class DPLinearModel(BaseEstimator):
             return None
         loss, n_outputs, label_bound, coef_norm = spec
         solver = self._resolve_solver(loss.name)
-        budget, pre = self._bound_budget()
+        budget, pre = self._bound_budget(int(n_samples))
         # With data_norm="auto" the bound is chosen privately during the fit; every
         # noise scale is proportional to it, so the events priced with K = 1 cost the same.
         K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
@@ -183,23 +183,30 @@ class DPLinearModel(BaseEstimator):
         k = self._n_auto_selections()
         return self.bound_budget_fraction * self.epsilon / k if k else 0.0
 
-    def _bound_budget(self):
-        """(budget left for the solver, events of the private bound selections)."""
+    def _bound_budget(self, n_samples=None):
+        """(budget left for the solver, events of the private bound and label-set selections)."""
         k = self._n_auto_selections()
+        selection = class_selection_events(self, n_samples)
+        eps = self.epsilon - sum(ev.epsilon for ev in selection)
+        delta = self.delta - sum(ev.delta for ev in selection)
         if not k:
-            return PrivacyBudget(self.epsilon, self.delta), []
+            return PrivacyBudget(eps, delta), selection
         eps_b = self.bound_budget_fraction * self.epsilon
-        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b / k)] * k
+        return PrivacyBudget(eps - eps_b, delta), [BoundedRangeEvent(eps_b / k)] * k + selection
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None, rng=None, pre_events=()):
+                     data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None):
         """Bound X, run the solver, price what it released, and set fitted attributes.
 
         ``rng`` is the fit's single generator (bound selections made before this
         call must have drawn from it, and ``pre_events`` are their events).
+        ``active`` (``classes="auto"``): boolean mask of the rows whose label was
+        selected; the other rows are kept (n is public) with their augmented
+        row, intercept column included, set to zero, so their loss is a
+        constant and their gradient zero in every solver, and no bound changes.
         """
         rng = fit_randomness(self) if rng is None else rng
-        budget, _ = self._bound_budget()
+        budget, _ = self._bound_budget(X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
         if data_norm == "auto":
@@ -210,6 +217,8 @@ class DPLinearModel(BaseEstimator):
             pre_events = [bound_event] + pre_events
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
                                  self._default_intercept_fraction)
+        if active is not None:
+            bounded = zero_inactive_rows(bounded, active)
         problem = self._problem(
             X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,

@@ -5,12 +5,13 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
-from .._release import ProbabilisticClassifierMixin, charge, check_class_set, fit_classes
+from .._random import fit_randomness
+from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
 from ._base import DPLinearModel
 
 __all__ = ["DPLogisticRegression"]
@@ -31,7 +32,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     The guarantee needs public bounds: ``data_norm`` (every row, intercept
     column included, is clipped to this L2 norm) and ``classes`` (the label
     set). The default ``data_norm="auto"`` pays ``bound_budget_fraction`` of the
-    budget for a private choice. When a bound is set to ``None`` it is read
+    budget for a private choice, and the default ``classes="auto"`` selects
+    the label set privately. When a bound is set to ``None`` it is read
     from the data, a :class:`~skdp.PrivacyLeakWarning` is emitted and
     ``privacy_spent_`` has ``epsilon=inf``; ``classes=None`` does this for the
     label set.
@@ -85,8 +87,20 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         ``privacy_spent_`` is the accountant's price of both, which can be a
         little below ``epsilon``. No data-derived bound
         is read in the clear, so there is no ``PrivacyLeakWarning``.
-    classes : array-like or None, default=None
-        The public set of class labels. Labels outside it raise an error.
+    classes : array-like, "auto" or None, default="auto"
+        The set of class labels. An array is public: labels outside it raise
+        an error. ``"auto"`` selects the set privately by Laplace thresholding
+        of the label counts (:func:`skdp.privacy.private_label_set`,
+        replace-one calibration, needs ``delta > 0``) with at most a quarter of
+        ``epsilon`` and half of ``delta`` (less at large n; the solver gets the
+        rest); the selection is priced in ``privacy_spent_`` as an
+        ``ApproxDPEvent``. A label is kept almost surely once it has about
+        ``1 + (8 / epsilon)(ln(1 / delta) + 6.2)`` rows (about 140 at
+        ``(1, 1e-5)``; half of the labels with 93 rows are kept) and never when it is absent; rows whose label is not
+        kept stay in the data (n is public) but contribute a constant to the
+        loss. Fewer than 2 kept labels raise ``ValueError``. Pass the labels
+        when they are public (they cost nothing). ``None`` reads the set from
+        the data: a :class:`~skdp.PrivacyLeakWarning` and ``epsilon=inf``.
     coef_norm : float or None, default=None
         Radius of the coefficient ball of the constrained solvers, in the
         solver's own norm: L1 for ``noisy_sfw`` and ``dp_accmd`` (``"l1"``
@@ -166,7 +180,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     _parameter_constraints: dict = {
         **DPLinearModel._parameter_constraints,
         "solver": [SolverChoice(lambda s: s.constraint is None and "logistic" in s.losses)],
-        "classes": ["array-like", None],
+        "classes": ["array-like", StrOptions({"auto"}), None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
 
@@ -182,7 +196,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         intercept_scaling=None,
         data_norm="auto",
         bound_budget_fraction=0.2,
-        classes=None,
+        classes="auto",
         coef_norm=None,
         max_iter=None,
         solver_options=None,
@@ -218,9 +232,12 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         return math.sqrt(2 * math.log(2) / self.alpha)
 
     def _public_spec(self):
+        check_class_set(self)
         if self.classes is None:
             return None
-        k = np.unique(np.asarray(self.classes)).size
+        # classes="auto": the number of classes is chosen during the fit; every solver calibrates its
+        # noise to the same budget for any number of classes, so the binary plan costs the same
+        k = 2 if isinstance(self.classes, str) else np.unique(np.asarray(self.classes)).size
         loss = LogisticLoss() if k == 2 else MultinomialLoss(k)
         return loss, (1 if k == 2 else k), None, None
 
@@ -246,19 +263,25 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         classes = check_class_set(self)
         if classes is not None:
             self._resolve_solver("logistic" if classes.size == 2 else "multinomial")
+        elif isinstance(self.classes, str):  # "auto": the label count is known after the selection
+            self._resolve_solver("logistic")
         charge(self, X, privacy_ledger)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
-        classes, derived = fit_classes(self, y)
+        rng = fit_randomness(self)
+        selection = fit_classes(self, y, rng)
+        classes = selection.classes
         k = classes.size
-        y_idx = np.searchsorted(classes, y)
+        y_idx = class_indices(selection, y)
         if k == 2:
             loss, y_enc, n_out = LogisticLoss(), np.where(y_idx == 1, 1.0, -1.0), 1
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=derived, clip_norm="initial")
+        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
+                                    clip_norm="initial", rng=rng, pre_events=selection.events,
+                                    active=selection.active)
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

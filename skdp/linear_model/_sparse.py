@@ -15,7 +15,8 @@ from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._random import fit_randomness
-from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set, fit_classes,
+from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
+                        class_selection_events, fit_classes, zero_rows,
                         solve_and_release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
@@ -82,12 +83,15 @@ class _DPSparseBase(BaseEstimator):
     def _auto_clip(self, solver):
         return self.clip_norm == "auto" and solver.clip_order is not None
 
-    def _budgets(self, solver):
-        """(budget for the solver, events of the private clip-norm choice)."""
+    def _budgets(self, solver, n_samples=None):
+        """(budget for the solver, events of the private clip-norm choice and label-set selection)."""
+        selection = class_selection_events(self, n_samples) if hasattr(self, "classes") else []
+        eps_s = sum(ev.epsilon for ev in selection)
+        delta_s = sum(ev.delta for ev in selection)
         if not self._auto_clip(solver):
-            return PrivacyBudget(self.epsilon, self.delta), []
+            return PrivacyBudget(self.epsilon - eps_s, self.delta - delta_s), selection
         eps_b = self.bound_budget_fraction * self.epsilon
-        return PrivacyBudget(self.epsilon - eps_b, self.delta), [BoundedRangeEvent(eps_b)]
+        return PrivacyBudget(self.epsilon - eps_b - eps_s, self.delta - delta_s), [BoundedRangeEvent(eps_b)] + selection
 
     def _problem(self, solver, n, n_features, X=None, y=None, clip=None):
         p = n_features + bool(self.fit_intercept)
@@ -122,29 +126,33 @@ class _DPSparseBase(BaseEstimator):
                     "level is a share of the features)."
                 )
             n_features = int(self.n_nonzero_coefs)
-        budget, pre = self._budgets(solver)
+        budget, pre = self._budgets(solver, int(n_samples))
         problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
         return pre + solver.plan(problem, budget)
 
     def _guaranteed_public(self):
         return True
 
-    def _fit_sparse(self, X, y_enc, centre, data_derived=False, **diagnostic_values):
+    def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, **diagnostic_values):
+        """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
+        and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``)."""
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         n, d = X.shape
         K = float(self.feature_bound)
         Xc, n_clipped = clip_features(X, K)
         if self.fit_intercept:
             Xc = append_intercept_column(Xc, K)
-        rng = fit_randomness(self)
-        budget, pre_events = self._budgets(solver)
+        if active is not None:
+            Xc = zero_rows(Xc, active)
+        rng = fit_randomness(self) if rng is None else rng
+        budget, pre_events = self._budgets(solver, n)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc)
         if solver.clip_order is not None:
             if self._auto_clip(solver):
                 # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row)
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y_enc)) * problem.row_norms()
                 problem.clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
-                pre_events = [event]
+                pre_events = [event] + pre_events[1:]
             else:
                 problem.clip = float(self.clip_norm)
         clip = problem.clip
@@ -395,8 +403,11 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     scale either way.
 
     Parameters
-    ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (2,) or None, default=None
-        The public label set. ``None`` reads it from the data, with a
+    ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (2,), "auto" or None, default="auto"
+        The label set. An array is public. ``"auto"`` selects it privately
+        (as in :class:`DPLogisticRegression`: needs ``delta > 0``, priced in
+        ``privacy_spent_``; more than 2 selected labels raise ``ValueError``).
+        ``None`` reads it from the data, with a
         :class:`~skdp.PrivacyLeakWarning`, and ``privacy_spent_`` is then
         ``epsilon=inf``.
 
@@ -423,7 +434,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
 
     _parameter_constraints: dict = {
         **_DPSparseBase._parameter_constraints,
-        "classes": ["array-like", None],
+        "classes": ["array-like", StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -437,7 +448,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         feature_bound=1.0,
         clip_norm="auto",
         bound_budget_fraction=0.1,
-        classes=None,
+        classes="auto",
         learning_rate=None,
         max_iter=None,
         solver_options=None,
@@ -486,9 +497,10 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         self._check_params()
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        classes, derived = fit_classes(self, y, binary=True, why=_NO_MULTINOMIAL)
-        y_enc = np.where(y == classes[1], 1.0, -1.0)
-        self._fit_sparse(X, y_enc, 0.0, data_derived=derived)
+        rng = fit_randomness(self)
+        selection = fit_classes(self, y, rng, binary=True, why=_NO_MULTINOMIAL)
+        y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
+        self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active)
         # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
         self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
         return self

@@ -5,11 +5,12 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
 from ..solvers import SolverChoice
+from .._random import fit_randomness
 from .._release import LinearClassifierMixin, charge, check_class_set, fit_classes
 from ._base import DPLinearModel
 
@@ -50,9 +51,12 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     data_norm : float, "auto" or None, default="auto"
         Public L2 bound on each row (see :class:`DPLogisticRegression`).
     bound_budget_fraction : float, default=0.2
-    classes : array-like of shape (2,) or None, default=None
-        Public label set; ``None`` reads it from the data with a
-        :class:`~skdp.PrivacyLeakWarning` (``privacy_spent_`` then ``epsilon=inf``).
+    classes : array-like of shape (2,), "auto" or None, default="auto"
+        Public label set. ``"auto"`` selects it privately (as in
+        :class:`DPLogisticRegression`; more than 2 selected labels raise
+        ``ValueError``, and it needs ``delta > 0``); ``None`` reads it from the
+        data with a :class:`~skdp.PrivacyLeakWarning` (``privacy_spent_`` then
+        ``epsilon=inf``).
     coef_norm : float or None, default=None
         Radius ``M`` of the L2 coefficient ball. ``None``: ``sqrt(2/alpha)``
         (the penalised optimum has ``alpha/2 ||w||^2 <= hinge(0) = 1``).
@@ -111,12 +115,12 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         **DPLinearModel._parameter_constraints,
         "solver": [SolverChoice(lambda s: s.constraint is None and "hinge" in s.losses)],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "classes": ["array-like", None],
+        "classes": ["array-like", StrOptions({"auto"}), None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, solver="auto", alpha=0.01, fit_intercept=True,
-                 intercept_scaling=None, data_norm="auto", bound_budget_fraction=0.2, classes=None,
+                 intercept_scaling=None, data_norm="auto", bound_budget_fraction=0.2, classes="auto",
                  coef_norm=None, max_iter=None, solver_options=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
@@ -146,7 +150,8 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         return math.sqrt(2.0 / self.alpha)
 
     def _public_spec(self):
-        if self.classes is None:
+        check_class_set(self, binary=True)
+        if self.classes is None:  # "auto" plans like public classes (2 labels, the same loss)
             return None
         return HingeLoss(), 1, None, None
 
@@ -169,9 +174,12 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         solver = self._resolve_solver("hinge")
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        classes, derived = fit_classes(self, y, binary=True)
-        y_enc = np.where(y == classes[1], 1.0, -1.0)
-        coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=derived, clip_norm="initial")
+        rng = fit_randomness(self)
+        selection = fit_classes(self, y, rng, binary=True)
+        y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
+        coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
+                                    clip_norm="initial", rng=rng, pre_events=selection.events,
+                                    active=selection.active)
         self.coef_, self.intercept_ = self._split_coef(coef)
         return self
 

@@ -1,0 +1,149 @@
+"""Private selection of a classifier's label set (``classes="auto"``).
+
+A classifier needs its label set ``classes_`` before it can fit, and reading it
+from the data publishes, for instance, that some rare label occurs at all. Here
+the set is chosen by **Laplace thresholding** (partition selection; Korolova,
+Kenthapadi, Mishra and Ntoulas 2009; Wilson et al. 2020; Desfontaines, Voss,
+Gipson and Mandayam 2022): every label present in ``y`` with count ``c`` is
+kept iff ``c + Laplace(b) > tau``, and only the sorted set of kept labels is
+released (never the counts). A label absent from ``y`` is never output.
+
+Replace-one analysis (n public). A replacement turns one label ``a`` into
+``b``: ``c_a`` drops by 1, ``c_b`` grows by 1, nothing else moves. The
+published analyses are for add/remove of one row; under replace-one two counts
+move, so **both the noise scale and the threshold's margin double** against the
+add/remove calibration: with ``b = 2 / epsilon`` and
+``tau = 1 + b ln(1 / (2 delta))`` the release is ``(epsilon, delta)``-DP.
+Where both labels stay present the two Laplace releases compose to
+``2 / b = epsilon``; where a label is created (or destroyed) the extra
+outcome "it is kept" has probability ``p1 = P[1 + Z > tau] = delta``; and a
+relabelled singleton gives ``delta = p1`` exactly. :func:`label_set_delta`
+evaluates the exact replace-one ``delta(epsilon)`` of any keep-probability
+function, and the tests check that this calibration is tight (``delta`` exactly).
+The condition ``delta <= 1 - exp(-epsilon / 2)`` of the analysis is checked.
+
+It is priced as :class:`~skdp.privacy.events.ApproxDPEvent`
+``(epsilon, delta)``, which the accountant composes with the rest of a fit by
+basic composition (the solver is calibrated to what is left).
+"""
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from .events import ApproxDPEvent
+from .mechanisms import laplace_noise
+
+__all__ = ["private_label_set", "label_set_threshold", "label_set_delta", "laplace_keep_probability"]
+
+
+def label_set_threshold(epsilon, delta):
+    """``(b, tau)``: Laplace scale and threshold of an ``(epsilon, delta)``-DP label set under replace-one.
+
+    ``b = 2 / epsilon`` and ``tau = 1 + b ln(1 / (2 delta))``.
+
+    Examples
+    --------
+    >>> b, tau = label_set_threshold(1.0, 1e-5)
+    >>> b, round(tau, 6)
+    (2.0, 22.639557)
+    """
+    epsilon, delta = float(epsilon), float(delta)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"The label-set selection needs a finite epsilon > 0, got {epsilon!r}.")
+    if not 0 < delta < 1:
+        raise ValueError(f"The label-set selection needs delta in (0, 1) (a label seen once must have a "
+                         f"positive chance of being released), got {delta!r}.")
+    if delta > -math.expm1(-epsilon / 2):
+        raise ValueError(f"The label-set selection's analysis needs delta <= 1 - exp(-epsilon/2) = "
+                         f"{-math.expm1(-epsilon / 2):.3g}; got delta={delta!r} at epsilon={epsilon!r}.")
+    b = 2.0 / epsilon
+    return b, 1.0 + b * math.log(1.0 / (2.0 * delta))
+
+
+def laplace_keep_probability(counts, b, tau):
+    """``(P[keep], P[drop])`` of labels with these counts: ``P[c + Laplace(b) > tau]``; 0 for ``c = 0``.
+
+    Both computed directly (no ``1 - p`` cancellation).
+    """
+    c = np.asarray(counts, dtype=float)
+    keep = np.where(c > 0, stats.laplace.sf(tau - c, scale=b), 0.0)
+    drop = np.where(c > 0, stats.laplace.cdf(tau - c, scale=b), 1.0)
+    return keep, drop
+
+
+def label_set_delta(epsilon, keep_probability, max_count):
+    """Exact replace-one ``delta(epsilon)`` of a thresholded label-set release.
+
+    The maximum, over counts ``1 <= c_a <= max_count`` of the label that loses a
+    row, ``0 <= c_b < max_count`` of the one that gains it, and both
+    directions, of the hockey-stick divergence between
+    ``Bern(pi(c_a)) x Bern(pi(c_b))`` and ``Bern(pi(c_a - 1)) x Bern(pi(c_b + 1))``
+    (the other labels' releases are identical and cancel).
+
+    Parameters
+    ----------
+    epsilon : float
+    keep_probability : callable
+        ``counts -> (P[keep], P[drop])`` (e.g. :func:`laplace_keep_probability`
+        with its ``b`` and ``tau`` bound), 0 / 1 at count 0.
+    max_count : int
+        Largest count examined; beyond ``tau`` plus a few dozen scales both
+        releases are certain and nothing changes.
+
+    Returns
+    -------
+    delta : float
+    """
+    c = np.arange(int(max_count) + 2)
+    keep, drop = keep_probability(c)
+    ca = np.arange(1, int(max_count) + 1)[:, None]
+    cb = np.arange(0, int(max_count))[None, :]
+    e = math.exp(float(epsilon))
+    worst = 0.0
+    # outcome probabilities of (a kept?, b kept?) under D (counts ca, cb) and D' (ca - 1, cb + 1)
+    P = [(keep[ca], keep[cb]), (keep[ca], drop[cb]), (drop[ca], keep[cb]), (drop[ca], drop[cb])]
+    Q = [(keep[ca - 1], keep[cb + 1]), (keep[ca - 1], drop[cb + 1]), (drop[ca - 1], keep[cb + 1]),
+         (drop[ca - 1], drop[cb + 1])]
+    for first, second in ((P, Q), (Q, P)):
+        total = np.zeros((ca.shape[0], cb.shape[1]))
+        for (p_a, p_b), (q_a, q_b) in zip(first, second):
+            total += np.maximum(p_a * p_b - e * q_a * q_b, 0.0)
+        worst = max(worst, float(total.max()))
+    return worst
+
+
+def private_label_set(y, epsilon, delta, rng):
+    """Release the labels of ``y`` whose noisy count clears the threshold, ``(epsilon, delta)``-DP.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        One label per row (any sortable labels).
+    epsilon, delta : float
+        The selection's budget (``delta > 0`` is required: a pure-epsilon
+        mechanism cannot release a label that may be unique to one row).
+    rng : numpy RandomState / Generator
+        The fit's generator; the Laplace draws are made by
+        :func:`skdp.privacy.mechanisms.laplace_noise`.
+
+    Returns
+    -------
+    labels : ndarray
+        The kept labels, sorted (a public order; noisy counts are not released).
+    event : ApproxDPEvent
+        ``ApproxDPEvent(epsilon, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.repeat(["cat", "dog", "eel"], [500, 400, 1])
+    >>> labels, event = private_label_set(y, 1.0, 1e-5, np.random.RandomState(0))
+    >>> labels.tolist(), event
+    (['cat', 'dog'], ApproxDPEvent(epsilon=1.0, delta=1e-05, count=1))
+    """
+    b, tau = label_set_threshold(epsilon, delta)
+    labels, counts = np.unique(np.asarray(y), return_counts=True)
+    noisy = counts + laplace_noise(rng, b, labels.size)
+    return labels[noisy > tau], ApproxDPEvent(float(epsilon), float(delta))

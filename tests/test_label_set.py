@@ -1,0 +1,192 @@
+"""classes="auto": the private label-set selection (Laplace thresholding, replace-one) and its use by the classifiers."""
+
+import functools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from skdp import DPLinearSVC, DPLogisticRegression, DPSparseLogisticRegression, PrivacyLedger, PrivacyLeakWarning
+from skdp.distributed import MultiPartyDPLogisticRegression
+from skdp.privacy import ApproxDPEvent, price
+from skdp.privacy.label_set import (label_set_delta, label_set_threshold, laplace_keep_probability,
+                                    private_label_set)
+from skdp.privacy.mechanisms import record_draws
+
+
+# -- the mechanism -------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps, delta, tau", [(0.1, 1e-6, 263.447268), (1.0, 1e-5, 22.639557),
+                                             (1.0, 1e-6, 27.244727), (0.5, 1e-8, 71.910134)])
+def test_threshold_vectors_and_exact_replace_one_delta(eps, delta, tau):
+    b, t = label_set_threshold(eps, delta)
+    assert b == pytest.approx(2.0 / eps) and t == pytest.approx(tau, abs=1e-6)
+    keep = functools.partial(laplace_keep_probability, b=b, tau=t)
+    top = int(t + 60 * b)
+    # the calibration is exactly (eps, delta) under replace-one, and tight: less epsilon needs more delta
+    assert label_set_delta(eps, keep, top) == pytest.approx(delta, rel=1e-9)
+    assert label_set_delta(0.999 * eps, keep, top) > 2 * delta
+    # the add/remove calibration (half the scale and margin) is not enough under replace-one
+    b_ar, t_ar = 1.0 / eps, 1.0 + math.log(1.0 / (2.0 * delta)) / eps
+    assert label_set_delta(eps, functools.partial(laplace_keep_probability, b=b_ar, tau=t_ar), top) > 10 * delta
+
+
+def test_bad_selection_budgets_are_refused():
+    with pytest.raises(ValueError, match="delta"):
+        label_set_threshold(1.0, 0.0)
+    with pytest.raises(ValueError, match="1 - exp"):
+        label_set_threshold(0.1, 0.1)
+
+
+def test_absent_labels_never_and_noise_off_gives_exact_threshold(under_noise):
+    y = np.repeat([3, 5, 7, 9], [30, 23, 22, 1])
+    _, tau = label_set_threshold(1.0, 1e-5)  # 22.64
+    rng = np.random.RandomState(0)
+    with under_noise(1e-9):
+        labels, event = private_label_set(y, 1.0, 1e-5, rng)
+    assert labels.tolist() == [3, 5] and event == ApproxDPEvent(1.0, 1e-5)
+    seen = set()
+    for _ in range(300):
+        seen.update(private_label_set(y, 1.0, 1e-5, rng)[0].tolist())
+    assert seen <= {3, 5, 7, 9}
+
+
+def test_noise_is_drawn_and_recorded_at_the_calibrated_scale():
+    with record_draws() as draws:
+        private_label_set(np.array(["a", "b", "b"]), 0.5, 1e-6, np.random.RandomState(0))
+    assert [(d.kind, d.scale, d.size) for d in draws] == [("laplace", 4.0, 2)]
+
+
+def _neighbour_attack(rng, trials, eps=1.0, delta=1e-3):
+    """Frequency of E = {a dropped, b kept} on D (counts c_a, c_b) and on its replace-one neighbour D'
+    (one row relabelled a -> b): the event whose likelihood ratio is e^eps exactly (both counts move)."""
+    _, tau = label_set_threshold(eps, delta)
+    c_a, c_b = int(math.ceil(tau)) + 1, int(math.floor(tau)) - 2
+    D = np.repeat(["a", "b", "z"], [c_a, c_b, 500])
+    D2 = np.repeat(["a", "b", "z"], [c_a - 1, c_b + 1, 500])
+
+    def freq(y):
+        hits = 0
+        for _ in range(trials):
+            out = set(private_label_set(y, eps, delta, rng)[0].tolist())
+            hits += ("a" not in out) and ("b" in out)
+        return hits / trials
+
+    p, p2 = freq(D), freq(D2)
+    se = math.sqrt(p2 * (1 - p2) / trials + math.e**2 * p * (1 - p) / trials)
+    return p2 - (math.exp(eps) * p + delta), se
+
+
+def test_neighbouring_datasets_respect_the_guarantee_and_an_under_noised_selection_does_not(under_noise):
+    rng = np.random.RandomState(1)
+    excess, se = _neighbour_attack(rng, 12000)
+    assert excess <= 4 * se  # P_D'(E) <= e^eps P_D(E) + delta (tight: excess is about 0)
+    with under_noise(0.5):  # positive control: the same attack detects half the noise
+        excess, se = _neighbour_attack(rng, 12000)
+    assert excess > 6 * se
+
+
+# -- the classifiers ----------------------------------------------------------------------------
+@pytest.fixture
+def three_labels():
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 4)
+    y = np.where(X[:, 0] + 0.3 * rng.randn(600) > 0, "pos", "neg").astype(object)
+    y[:3] = "rare"  # 3 rows: never selected at epsilon=1
+    return X, y
+
+
+def test_default_is_private_priced_and_planned(three_labels):
+    X, y = three_labels
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        clf = DPLogisticRegression(random_state=0).fit(X, y)
+    assert clf.classes_.tolist() == ["neg", "pos"]
+    eps_s, delta_s = 0.25, 0.5e-5
+    assert ApproxDPEvent(eps_s, delta_s) in clf.privacy_events_
+    assert math.isfinite(clf.privacy_spent_.epsilon) and clf.privacy_spent_.epsilon <= 1.0 + 1e-9
+    planned = clf.planned_events(*X.shape)
+    assert ApproxDPEvent(eps_s, delta_s) in planned
+    assert price(planned, 1e-5).budget.epsilon == pytest.approx(clf.privacy_spent_.epsilon, rel=1e-6)
+    assert not any(np.issubdtype(type(v), np.integer) and v in (3, 297, 300) for v in vars(clf).values())
+
+
+def test_ledger_is_charged_the_selection_before_the_data(three_labels, tmp_path):
+    X, y = three_labels
+    ledger = PrivacyLedger(1.0, 1e-5, path=tmp_path / "l.json")
+    DPLogisticRegression(random_state=0).fit(X, y, privacy_ledger=ledger)
+    assert ledger.spent().epsilon <= 1.0 + 1e-9
+    with pytest.raises(Exception, match="budget|exceed"):
+        DPLogisticRegression(random_state=1).fit(X, y, privacy_ledger=ledger)
+
+
+def test_unselected_rows_are_kept_but_contribute_nothing(three_labels):
+    """An attacker who knows the model cannot tell what features the unselected rows had: the fit is the same."""
+    X, y = three_labels
+    X2 = X.copy()
+    X2[:3] = 50.0 * np.random.RandomState(5).randn(3, 4)  # change only the rows whose label is not selected
+    for cls, kw in [(DPLogisticRegression, {}), (DPSparseLogisticRegression, {"clip_norm": 1.0})]:
+        kw = {**kw, "random_state": 0}
+        if cls is DPLogisticRegression:
+            kw["data_norm"] = 4.0
+        a, b = cls(**kw).fit(X, y), cls(**kw).fit(X2, y)
+        assert a.classes_.tolist() == ["neg", "pos"]
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_array_equal(a.intercept_, b.intercept_)
+        assert a.privacy_events_ == b.privacy_events_
+
+
+def test_multiclass_and_sparse_input_with_auto():
+    import scipy.sparse as sp
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(900, 3)
+    y = np.argmax(X + 0.2 * rng.randn(900, 3), axis=1)
+    clf = DPLogisticRegression(epsilon=2.0, random_state=0).fit(sp.csr_matrix(X), y)
+    assert clf.classes_.tolist() == [0, 1, 2] and clf.coef_.shape == (3, 3)
+    assert clf.privacy_spent_.epsilon <= 2.0 + 1e-9
+
+
+def test_delta_zero_with_auto_fails_before_the_data_is_read():
+    for est in [DPLogisticRegression(delta=0.0), DPSparseLogisticRegression(delta=0.0, solver="dp_fw_l1"),
+                MultiPartyDPLogisticRegression(delta=0.0, solver="mpc_output_pert", alpha=0.1)]:
+        with pytest.raises(ValueError, match="classes"):
+            est.fit("not data", None)
+        with pytest.raises(ValueError, match="classes"):
+            est.planned_events(100, 3)
+
+
+def test_too_few_or_too_many_selected_labels_are_clear_errors():
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    with pytest.raises(ValueError, match="classes='auto' selected 0"):
+        DPLogisticRegression(random_state=0).fit(X, np.repeat([0, 1], 30))  # 30 rows per label: below 93
+    X = rng.randn(900, 2)
+    y = np.repeat([0, 1, 2], 300)
+    for est in [DPLinearSVC(random_state=0), DPSparseLogisticRegression(random_state=0)]:
+        with pytest.raises(ValueError, match="Only binary classification is supported.*classes=\\[...\\]"):
+            est.fit(X, y)
+
+
+def test_multiparty_default_selects_privately():
+    rng = np.random.RandomState(0)
+    X = rng.randn(800, 3)
+    y = (X[:, 0] > 0).astype(int)
+    y[:2] = 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        m = MultiPartyDPLogisticRegression(n_parties=4, random_state=0).fit(X, y)
+    assert m.classes_.tolist() == [0, 1]
+    assert m.privacy_events_[0] == ApproxDPEvent(0.25, 0.5e-5)
+    assert m.privacy_events_ == m.planned_events(800, 3)
+    assert m.privacy_spent_.epsilon <= 1.0 + 1e-9 and m.score(X, y) > 0.8
+
+
+def test_breast_cancer_default_accuracy():
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)  # public scaling stands in for a scaler fitted elsewhere
+    scores = [DPLogisticRegression(random_state=s).fit(X, y).score(X, y) for s in range(5)]
+    assert np.mean(scores) > 0.92
