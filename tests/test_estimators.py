@@ -74,7 +74,7 @@ def test_data_derived_bounds_warn_and_void_guarantee(clf_data, reg_data):
         est = DPLogisticRegression(data_norm=3.0, classes=None, random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.warns(PrivacyLeakWarning, match="label_bound"):
-        est = DPRidge(data_norm=2.5, random_state=0).fit(*reg_data)  # label_bound=None
+        est = DPRidge(data_norm=2.5, label_bound=None, random_state=0).fit(*reg_data)
     assert math.isinf(est.privacy_spent_.epsilon) and est.label_bound is None
 
 

@@ -11,16 +11,92 @@ from .._random import fit_randomness
 from .._release import class_selection_events, solve_and_release, zero_inactive_rows
 from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent, PrivacyBudget
-from ..solvers import SOLVERS, Problem, SolverChoice, get_solver
+from ..privacy import BoundedRangeEvent, PoissonGaussianEvent, PrivacyBudget, price
+from ..privacy.quantile import DEFAULT_SIGNED_GRID
+from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
-__all__ = ["DPLinearModel"]
+__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget"]
+
+#: candidates of the largest public grid a bound selection uses, and the failure probability
+#: the selection budget is sized for (see ``selection_epsilon``)
+_SELECTION_GRID_SIZE = DEFAULT_SIGNED_GRID.size
+_SELECTION_FAILURE = 0.001
 
 
 def _intercept_row(fit_intercept, X, n_features):
     """Index of the intercept's constant column (the last one) when there is one."""
     p = X.shape[1] if X is not None else n_features
     return int(p) - 1 if (fit_intercept and p) else None
+
+
+def selection_epsilon(epsilon, fraction, k, n_samples):
+    """Epsilon of each of ``k`` private bound selections of a fit on ``n_samples`` rows (public).
+
+    ``fraction * epsilon`` shared equally, raised where that is too little for
+    ``n`` rows to locate a median on the public grid: the exponential mechanism
+    over ``m`` candidates lands within the data with probability about
+    ``1 - beta`` once ``epsilon_sel >= 2 ln(m / beta) / (n / 2)`` (every
+    candidate beyond the data scores ``-n/2``); with ``m = 87`` and
+    ``beta = 0.001`` that is ``45.4 / n``. The raise is capped so that the
+    selections never take more than half of ``epsilon``. A function of public
+    quantities only.
+    """
+    if not k:
+        return 0.0
+    share = fraction * epsilon / k
+    needed = 2.0 * math.log(_SELECTION_GRID_SIZE / _SELECTION_FAILURE) / (0.5 * max(int(n_samples), 1))
+    return max(share, min(needed, 0.5 * epsilon / k))
+
+
+def solver_budget(solver, problem, pre_events, epsilon, delta):
+    """The solver's target so that its events and ``pre_events`` together cost ``(epsilon, delta)``.
+
+    Without pre-events that is ``(epsilon, delta)``. Otherwise the
+    basic-composition split ``epsilon - sum(pre)`` is feasible but leaves
+    budget unspent (the accountant composes Gaussian and bounded-range
+    events more tightly than by adding epsilons), so the solver's epsilon
+    is raised by bisection on the accountant's price of the whole plan.
+    Planning reads only public quantities, so the same budget is found
+    when charging a ledger and when fitting. Solvers whose plan is slow to
+    price (Poisson-subsampled steps) keep the basic split.
+    """
+    if not pre_events:
+        return PrivacyBudget(epsilon, delta)
+    pre_eps = sum(ev.count * ev.epsilon for ev in pre_events)
+    pre_delta = sum(getattr(ev, "delta", 0.0) * ev.count for ev in pre_events)
+    lo = epsilon - pre_eps
+    if not lo > 0:
+        raise ValueError(f"The private bound selections use all of epsilon={epsilon!r}; "
+                         "lower bound_budget_fraction or give the bounds.")
+    basic = PrivacyBudget(lo, delta - pre_delta)
+    if delta == 0:
+        return basic
+    view = public_view(problem)
+
+    def cost(eps):
+        budget = PrivacyBudget(eps, delta - pre_delta)
+        return price(list(pre_events) + solver.plan(view, budget), delta).budget.epsilon, budget
+
+    if any(isinstance(ev, PoissonGaussianEvent) for ev in solver.plan(view, basic)):
+        return basic
+    hi, best = epsilon, basic
+    if cost(lo)[0] > epsilon:
+        # the accountant can price the union above the parts' sum (e.g. many bounded-range
+        # events priced by RDP): search below the basic split so the total never exceeds epsilon
+        lo, hi, best = 0.0, lo, None
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        spent, budget = cost(mid)
+        if spent <= epsilon:
+            lo, best = mid, budget
+        else:
+            hi = mid
+        if hi - lo <= 1e-7 * epsilon and best is not None:
+            break
+    if best is None:
+        raise ValueError(f"The private bound selections leave no budget for the solver at epsilon={epsilon!r}; "
+                         "give the bounds or lower bound_budget_fraction.")
+    return best
 
 
 class DPLinearModel(BaseEstimator):
@@ -61,8 +137,20 @@ class DPLinearModel(BaseEstimator):
     _multiclass = False
 
     # -- hooks ---------------------------------------------------------------------------
-    def _auto_solver(self, loss_name):
-        """``solver="auto"``: the default, or ``output_pert`` (pure epsilon-DP) when ``delta=0``."""
+    def _alpha_for(self, solver):
+        """The penalty ``alpha`` a fit with ``solver`` uses (``alpha`` itself unless a subclass has a rule)."""
+        return self.alpha
+
+    def _auto_norm_factor_for(self, n_samples):
+        """``data_norm="auto"``: multiple of the private median row norm the raw rows are clipped to."""
+        return self._auto_norm_factor
+
+    def _auto_solver(self, loss_name, shape=None):
+        """``solver="auto"``: the default, or ``output_pert`` (pure epsilon-DP) when ``delta=0``.
+
+        ``shape`` is the public ``(n_samples, n_features)`` of the fit (intercept column
+        included) when known; a subclass may choose by it.
+        """
         return "output_pert" if self.delta == 0 else self._default_solver
 
     def _clip_mode(self, solver):
@@ -85,8 +173,8 @@ class DPLinearModel(BaseEstimator):
                     "row norm bound."
                 )
 
-    def _resolve_solver(self, loss_name):
-        name = self._auto_solver(loss_name) if self.solver == "auto" else self.solver
+    def _resolve_solver(self, loss_name, shape=None):
+        name = self._auto_solver(loss_name, shape) if self.solver == "auto" else self.solver
         solver = get_solver(name)
         if getattr(self, "penalty", "l2") == "nonconvex":
             if not solver.explicit_penalty:
@@ -95,7 +183,7 @@ class DPLinearModel(BaseEstimator):
                                  f"penalty: a prox or strong convexity); solvers that take it: {ok}.")
             solver.check(loss_name, self.delta, 0.0)
         else:
-            solver.check(loss_name, self.delta, self.alpha)
+            solver.check(loss_name, self.delta, self._alpha_for(solver))
         solver.check_options(self.solver_options)
         if solver.geometry is not None:
             solver.make_constraint(self.solver_options or {}, 1.0)  # validates p / geometry
@@ -125,8 +213,8 @@ class DPLinearModel(BaseEstimator):
             y=y,
             norms=norms,
             loss=loss,
-            penalty=(NonconvexPenalty(self.alpha) if getattr(self, "penalty", "l2") == "nonconvex"
-                     else L2Penalty(self.alpha, radius=coef_norm)),
+            penalty=(NonconvexPenalty(self._alpha_for(solver)) if getattr(self, "penalty", "l2") == "nonconvex"
+                     else L2Penalty(self._alpha_for(solver), radius=coef_norm)),
             data_norm=data_norm,
             n_outputs=n_outputs,
             label_bound=label_bound,
@@ -142,8 +230,11 @@ class DPLinearModel(BaseEstimator):
             options=dict(self.solver_options or {}),
         )
 
-    def _public_spec(self):  # pragma: no cover - abstract
-        """(loss, n_outputs, label_bound, coef_norm) from public parameters, or None."""
+    def _public_spec(self, shape=None):  # pragma: no cover - abstract
+        """(loss, n_outputs, label_bound, coef_norm) from public parameters, or None.
+
+        ``shape``: the public ``(n_samples, n_features)`` of the planned fit, intercept column included.
+        """
         raise NotImplementedError
 
     def planned_events(self, n_samples, n_features=None):
@@ -161,38 +252,37 @@ class DPLinearModel(BaseEstimator):
         """
         self._validate_params()
         self._check_privacy_params()
-        spec = self._public_spec()
+        p = None if n_features is None else int(n_features) + int(self.fit_intercept)
+        shape = (int(n_samples), p)
+        spec = self._public_spec(shape)
         if spec is None or self.data_norm is None:
             return None
         loss, n_outputs, label_bound, coef_norm = spec
-        solver = self._resolve_solver(loss.name)
-        budget, pre = self._bound_budget(int(n_samples))
+        solver = self._resolve_solver(loss.name, shape)
+        pre = self._selection_events(int(n_samples))
         # With data_norm="auto" the bound is chosen privately during the fit; every
         # noise scale is proportional to it, so the events priced with K = 1 cost the same.
         K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
-        p = None if n_features is None else int(n_features) + int(self.fit_intercept)
         problem = self._problem(int(n_samples), loss, n_outputs, K, label_bound=label_bound,
                                 coef_norm=coef_norm, clip_norm=self._clip_mode(solver), solver=solver, n_features=p)
-        return pre + solver.plan(problem, budget)
+        return pre + solver.plan(problem, self._solver_budget(solver, problem, pre))
 
     def _n_auto_selections(self):
         """How many private bound selections a fit makes (each gets an equal share)."""
         return int(self.data_norm == "auto")
 
-    def _selection_epsilon(self):
-        k = self._n_auto_selections()
-        return self.bound_budget_fraction * self.epsilon / k if k else 0.0
+    def _selection_epsilon(self, n_samples):
+        """Epsilon of each private bound selection of a fit on ``n_samples`` rows (see :func:`selection_epsilon`)."""
+        return selection_epsilon(self.epsilon, self.bound_budget_fraction, self._n_auto_selections(), n_samples)
 
-    def _bound_budget(self, n_samples=None):
-        """(budget left for the solver, events of the private bound and label-set selections)."""
+    def _selection_events(self, n_samples):
+        """Events of the private bound selections a fit on ``n_samples`` rows makes."""
         k = self._n_auto_selections()
-        selection = class_selection_events(self, n_samples)
-        eps = self.epsilon - sum(ev.epsilon for ev in selection)
-        delta = self.delta - sum(ev.delta for ev in selection)
-        if not k:
-            return PrivacyBudget(eps, delta), selection
-        eps_b = self.bound_budget_fraction * self.epsilon
-        return PrivacyBudget(eps - eps_b, delta), [BoundedRangeEvent(eps_b / k)] * k + selection
+        return [BoundedRangeEvent(self._selection_epsilon(n_samples))] * k + class_selection_events(self, n_samples)
+
+    def _solver_budget(self, solver, problem, pre_events):
+        """The solver's target (see :func:`solver_budget`)."""
+        return solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                      data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None):
@@ -206,12 +296,12 @@ class DPLinearModel(BaseEstimator):
         constant and their gradient zero in every solver, and no bound changes.
         """
         rng = fit_randomness(self) if rng is None else rng
-        budget, _ = self._bound_budget(X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
         if data_norm == "auto":
             data_norm, bound_event = private_row_bound(
-                X, self._selection_epsilon(), rng, quantile=self._auto_norm_quantile, factor=self._auto_norm_factor,
+                X, self._selection_epsilon(X.shape[0]), rng, quantile=self._auto_norm_quantile,
+                factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
                 intercept_fraction=self._default_intercept_fraction)
             pre_events = [bound_event] + pre_events
@@ -224,6 +314,7 @@ class DPLinearModel(BaseEstimator):
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
             clip_norm=clip_norm, solver=solver,
         )
+        budget = self._solver_budget(solver, problem, pre_events)
         result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events,
                                    derived=bounded.data_derived or data_derived, n_clipped=bounded.n_clipped)
         self.data_norm_ = bounded.data_norm

@@ -9,15 +9,23 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import bound_labels, check_label_bound, clipped_design, public_label_range
+from ..bounds import bound_labels, check_label_bound, clipped_design, private_label_range, public_label_range
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
-from ..privacy import PrivacyBudget
+from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge, solve_and_release
+from ._base import selection_epsilon, solver_budget
 
 __all__ = ["DPLasso"]
+
+#: label_bound="auto": the range is the private median +- this many private median absolute deviations
+_AUTO_LABEL_WIDTH = 3.0
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
 
 
 
@@ -37,8 +45,9 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     to ``label_bound``. With an intercept, labels are centred at the public
     midpoint of ``label_bound`` and the intercept is a constant column of
     value ``feature_bound`` that lies in the same L1 ball (constrained like
-    every other coordinate). ``label_bound=None`` reads the range from the
-    data with a :class:`~skdp.PrivacyLeakWarning` and ``privacy_spent_`` has
+    every other coordinate). The default ``label_bound="auto"`` chooses the
+    range privately; ``label_bound=None`` reads it from the data with a
+    :class:`~skdp.PrivacyLeakWarning` and ``privacy_spent_`` has
     ``epsilon=inf``.
 
     Parameters
@@ -64,8 +73,16 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         Public coordinate bound; entries are clipped to it. Dense input is
         clipped lazily (per mini-batch, never copied whole), so memory stays
         at one copy of ``X``; :func:`skdp.fit_diagnostics` counts the clipped rows.
-    label_bound : float, (low, high) or None, default=None
-        Public label range (``B`` means ``[-B, B]``).
+    label_bound : float, (low, high), "auto" or None, default="auto"
+        Label range (``B`` means ``[-B, B]``). ``"auto"`` chooses it privately,
+        as :class:`DPRidge` does: the exponential-mechanism median label
+        +- 3 private median absolute deviations, two selections paid from
+        ``bound_budget_fraction`` (each at least ``45.4 / n`` at small ``n``,
+        together at most half of ``epsilon``); the solver is then calibrated so
+        that everything costs ``epsilon``. ``None`` reads the range from the
+        data and voids the guarantee.
+    bound_budget_fraction : float, default=0.2
+        With ``label_bound="auto"``, the share of ``epsilon`` spent choosing it.
     max_iter : int or None, default=None
         Iterations where the solver has a choice (``dp_accmd``); ``None`` uses
         the solver's default.
@@ -129,7 +146,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         "solver": [SolverChoice(lambda s: s.geometry in ("l1", "l1|l2") and "squared" in s.losses)],
         "fit_intercept": ["boolean"],
         "feature_bound": [Interval(Real, 0, None, closed="neither")],
-        "label_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "label_bound": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), "array-like", None],
+        "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "solver_options": [dict, None],
         "random_state": ["random_state"],
@@ -140,8 +158,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     _default_solver = "noisy_sfw"
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, coef_norm=1.0, radius="deprecated", solver="auto",
-                 fit_intercept=True, feature_bound=1.0, label_bound=None, max_iter=None, solver_options=None, random_state=None,
-                 verbose=0):
+                 fit_intercept=True, feature_bound=1.0, label_bound="auto", bound_budget_fraction=0.2, max_iter=None,
+                 solver_options=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.coef_norm = coef_norm
@@ -150,6 +168,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.feature_bound = feature_bound
         self.label_bound = label_bound
+        self.bound_budget_fraction = bound_budget_fraction
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.random_state = random_state
@@ -168,7 +187,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
                 raise ValueError(f"radius must be finite, got {self.radius!r}.")
             warnings.warn("DPLasso's 'radius' was renamed 'coef_norm' (the name every skdp estimator uses for the "
                           "radius of its coefficient ball); 'radius' will be removed.", FutureWarning, stacklevel=3)
-        check_label_bound(self.label_bound)
+        if not _is_auto(self.label_bound):
+            check_label_bound(self.label_bound)
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
         solver.check_options(self.solver_options)
@@ -197,9 +217,18 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
             return None
         if n_features is None:
             raise ValueError("DPLasso.planned_events needs n_features (the step size depends on it).")
-        bound = public_label_range(self.label_bound, self.fit_intercept)[3]
+        # with label_bound="auto" the solver works in units of the chosen range: a unit range prices the same
+        lb = (-1.0, 1.0) if _is_auto(self.label_bound) else self.label_bound
+        bound = public_label_range(lb, self.fit_intercept)[3]
         problem = self._problem(solver, int(n_samples), int(n_features), bound)
-        return solver.plan(problem, PrivacyBudget(self.epsilon, self.delta))
+        pre = self._selection_events(int(n_samples))
+        return pre + solver.plan(problem, solver_budget(solver, problem, pre, self.epsilon, self.delta))
+
+    def _selection_events(self, n_samples):
+        """``label_bound="auto"``: two selections (median, then median absolute deviation)."""
+        if not _is_auto(self.label_bound):
+            return []
+        return [BoundedRangeEvent(selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, n_samples))] * 2
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, privacy_ledger=None):
@@ -220,17 +249,21 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
-        yc, centre, bound, n_lab, derived = bound_labels(y, self.label_bound, self.fit_intercept)
+        rng = fit_randomness(self)
+        label_bound, pre_events = self.label_bound, []
+        if _is_auto(label_bound):
+            eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, X.shape[0])
+            label_bound, pre_events = private_label_range(y, eps_sel, rng, width=_AUTO_LABEL_WIDTH)
+        yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
         R = float(self.feature_bound)
         # the clipped design is applied lazily (no copy of X); its row norms are only needed by
         # the gradient clipping, which is inactive on the L1 ball: one bound covers them all
         Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
         problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
                                 norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])))
-        rng = fit_randomness(self)
-        budget = PrivacyBudget(self.epsilon, self.delta)
-        result = solve_and_release(self, solver, problem, budget, rng, derived=derived, n_clipped=n_clipped,
-                                   n_labels_clipped=int(n_lab))
+        budget = solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
+        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=derived,
+                                   n_clipped=n_clipped, n_labels_clipped=int(n_lab))
         w = np.asarray(result.coef, dtype=float) * bound
         if self.fit_intercept:
             self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * R) + centre

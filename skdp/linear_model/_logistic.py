@@ -231,7 +231,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             )
         return math.sqrt(2 * math.log(2) / self.alpha)
 
-    def _public_spec(self):
+    def _public_spec(self, shape=None):
         check_class_set(self)
         if self.classes is None:
             return None

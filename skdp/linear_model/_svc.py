@@ -139,7 +139,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
 
     _default_solver = "noisy_sgd"
 
-    def _auto_solver(self, loss_name):
+    def _auto_solver(self, loss_name, shape=None):
         return self._default_solver
 
     def _constraint_radius(self, solver, coef_norm):
@@ -149,7 +149,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
             raise ValueError("DPLinearSVC needs coef_norm, or alpha > 0 for the default radius sqrt(2/alpha).")
         return math.sqrt(2.0 / self.alpha)
 
-    def _public_spec(self):
+    def _public_spec(self, shape=None):
         check_class_set(self, binary=True)
         if self.classes is None:  # "auto" plans like public classes (2 labels, the same loss)
             return None
