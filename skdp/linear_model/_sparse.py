@@ -44,7 +44,7 @@ class _DPSparseBase(BaseEstimator):
     }
 
     #: what ``solver="auto"`` runs
-    _default_solver = "dp_ight"
+    _default_solver = "noisy_iht"
     #: no sparse solver's proof covers a multinomial loss
     _multiclass = False
     #: clip_norm="auto": the clip norm is this private quantile of the per-example gradient norms at w = 0
@@ -183,9 +183,11 @@ _SHARED_PARAMS_DOC = """
         Sparsity level ``s``: ``coef_`` has at most ``s`` non-zeros (the intercept
         does not count). ``None`` uses 10% of the features (at least 1), as
         :class:`sklearn.linear_model.OrthogonalMatchingPursuit` does.
-    solver : {"auto", "dp_fw_l1", "dp_ight", "dpsl_kt", "two_stage"}, default="auto"
-        ``"auto"`` is ``"dp_ight"``. See :func:`skdp.list_solvers` and the
-        solver docstrings in :mod:`skdp.solvers.sparse`.
+    solver : {"auto", "dp_fw_l1", "dp_ight", "dpsl_kt", "noisy_iht", "two_stage"}, default="auto"
+        ``"auto"`` is ``"noisy_iht"`` (noisy IHT with private top-``s``
+        peeling; its noise grows with ``log d`` instead of ``sqrt(d)``). See
+        :func:`skdp.list_solvers` and the solver docstrings in
+        :mod:`skdp.solvers.peeling` and :mod:`skdp.solvers.sparse`.
     fit_intercept : bool, default=True
         The intercept is a constant column of value ``feature_bound`` that is
         never thresholded.
@@ -195,8 +197,8 @@ _SHARED_PARAMS_DOC = """
         scaled to ``[-1, 1]``; scale first (e.g. with public ranges) otherwise.
     clip_norm : float or "auto", default="auto"
         Per-example gradient clip norm ``G`` (L2 for ``dp_ight`` and the
-        ``dpsl_kt`` teacher, L-infinity for ``dp_fw_l1``; ``two_stage`` uses the
-        bounds instead). ``"auto"`` spends ``bound_budget_fraction`` of
+        ``dpsl_kt`` teacher, L-infinity for ``noisy_iht`` and ``dp_fw_l1``;
+        ``two_stage`` uses the bounds instead). ``"auto"`` spends ``bound_budget_fraction`` of
         ``epsilon`` on an exponential-mechanism median of the per-example
         gradient norms at ``w = 0`` over a public geometric grid; the cost is
         composed into ``privacy_spent_`` and nothing is read in the clear.
@@ -211,7 +213,8 @@ _SHARED_PARAMS_DOC = """
     solver_options : dict or None, default=None
         Solver-specific settings (``dpsl_kt``: ``teacher_alpha``,
         ``n_synthetic``, ``synthetic_features``, ``teacher_tol``,
-        ``student_max_iter``; ``dp_fw_l1``: ``l1_radius``; ``two_stage``:
+        ``student_max_iter``; ``noisy_iht``: ``selection_share``;
+        ``dp_fw_l1``: ``l1_radius``; ``two_stage``:
         ``n_blocks``, ``coef_norm``). Unknown keys raise ``ValueError``.
     random_state : int, RandomState instance or None, default=None
         Seeds all noise and the random choices. ``None``: 128 bits of fresh OS
@@ -240,7 +243,8 @@ _SHARED_ATTRS_DOC = """
     privacy_nominal_ : PrivacyBudget
     privacy_events_ : list
     noise_scale_ : float
-        Gaussian std (``dp_ight``, ``dpsl_kt``), Gumbel scale (``dp_fw_l1``) or
+        Gaussian std (``dp_ight``, ``dpsl_kt``; ``noisy_iht``: of the released
+        values), Gumbel scale (``dp_fw_l1``) or
         stage-2 noise std (``two_stage``).
     clip_norm_ : float or None
     n_iter_ : int

@@ -4,7 +4,8 @@ from sklearn.base import is_classifier
 
 from ._base import (SOLVERS, Problem, Solver, SolverChoice, SolverPlan, SolverResult, get_solver, public_view,
                     register, repeated_gaussian_plan)
-from . import constrained, gradient, nonconvex, perturbation, sgd, sparse, suffstats  # noqa: F401  (registration)
+from . import (constrained, gradient, nonconvex, peeling, perturbation, sgd, sparse,  # noqa: F401  (registration)
+               suffstats)
 
 __all__ = ["SOLVERS", "Problem", "Solver", "SolverChoice", "SolverPlan", "SolverResult", "get_solver", "register",
            "list_solvers", "estimator_solvers", "public_view", "repeated_gaussian_plan"]

@@ -11,7 +11,7 @@ from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
-           "public_view", "repeated_gaussian_plan"]
+           "public_view", "repeated_gaussian_plan", "unit_interval_option"]
 
 
 @dataclass
@@ -154,6 +154,14 @@ def repeated_gaussian_plan(sensitivity, T, budget, **settings):
     """
     sigma = calibrate_gaussian(T * sensitivity**2, budget.epsilon, budget.delta)
     return SolverPlan((GaussianEvent(sensitivity, sigma, T),), sigma, dict(settings, T=T, sigma=sigma))
+
+
+def unit_interval_option(options, key, default):
+    """``options[key]`` (``default`` when absent) as a float in the open interval (0, 1); ``ValueError`` otherwise."""
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"solver_options[{key!r}] must be in (0, 1), got {value!r}.")
+    return float(value)
 
 
 @dataclass

@@ -105,9 +105,10 @@ class SparseProblem:
                     else np.sqrt(np.einsum("ij,ij->i", X, X))
                 )
             else:
+                # dense: max(max_j x_ij, -min_j x_ij) reads X twice without an |X| temporary of its size
                 cache[key] = (
                     np.asarray(abs(X).max(axis=1).toarray()).ravel() if sp.issparse(X)
-                    else np.max(np.abs(X), axis=1, initial=0.0)
+                    else np.maximum(np.max(X, axis=1, initial=0.0), -np.min(X, axis=1, initial=0.0))
                 )
         return cache[key]
 

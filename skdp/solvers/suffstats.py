@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import GaussianEvent, calibrate_gaussian, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register, unit_interval_option
 
 __all__ = ["AdaSSP"]
 
@@ -60,10 +60,7 @@ class AdaSSP(Solver):
 
     @staticmethod
     def _failure_probability(options):
-        rho = options.get("failure_probability", 0.05)
-        if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not 0 < rho < 1:
-            raise ValueError(f"solver_options['failure_probability'] must be in (0, 1), got {rho!r}.")
-        return float(rho)
+        return unit_interval_option(options, "failure_probability", 0.05)
 
     @staticmethod
     def sensitivities(problem):
