@@ -15,6 +15,7 @@ from ._helpers import empirical_epsilon_lower_bound
 
 
 @parametrize_with_checks([DPStandardScaler(random_state=0), DPStandardScaler(bounds=(-10, 10), clip_norm="auto", random_state=0),
+                          DPStandardScaler(clip_norm="auto", random_state=0), DPMinMaxScaler(random_state=0),
                           DPMinMaxScaler(bounds=(-10, 10), random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -41,7 +42,7 @@ def test_noise_scale_independent_and_budget():
 def test_derived_bounds_warn_and_void():
     X = np.random.RandomState(0).randn(50, 2)
     with pytest.warns(PrivacyLeakWarning):
-        sc = DPStandardScaler().fit(X)
+        sc = DPStandardScaler(bounds=None).fit(X)
     assert math.isinf(sc.privacy_spent_.epsilon)
 
 
@@ -280,7 +281,7 @@ def test_minmax_bad_parameters_and_derived_bounds():
     with pytest.raises(ValueError, match="bounds"):
         DPMinMaxScaler(bounds=([0, 0, 0], 1)).fit(X)
     with pytest.warns(PrivacyLeakWarning):
-        sc = DPMinMaxScaler().fit(np.random.RandomState(0).randn(20, 2))
+        sc = DPMinMaxScaler(bounds=None).fit(np.random.RandomState(0).randn(20, 2))
     assert math.isinf(sc.privacy_spent_.epsilon)
 
 

@@ -40,7 +40,7 @@ from .events import (
 )
 from .objective import objective_perturbation_gaussian, objective_perturbation_pure
 from .ledger import PrivacyLedger, active_ledger
-from .quantile import private_quantile
+from .quantile import private_feature_ranges, private_quantile, range_quantile_level, signed_geometric_grid
 from .label_set import label_set_delta, label_set_threshold, private_label_set
 from .mechanisms import generalized_gaussian_noise, gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
 
@@ -66,6 +66,9 @@ __all__ = [
     "generalized_gaussian_sigma",
     "generalized_gaussian_noise",
     "private_quantile",
+    "private_feature_ranges",
+    "range_quantile_level",
+    "signed_geometric_grid",
     "private_label_set",
     "label_set_threshold",
     "label_set_delta",

@@ -7,7 +7,15 @@ changes every count by at most 1, so the score sensitivity is ``s = 1``; the
 candidate is ``argmax(u + Gumbel(2 s / epsilon))``, which is the exponential
 mechanism and epsilon-bounded-range (Durfee-Rogers 2019), priced as
 ``BoundedRangeEvent(epsilon)``.
+
+:func:`private_feature_ranges` is the same mechanism without any public range
+(the scalers' ``bounds="auto"``): a low and a high quantile of every feature
+over one wide public geometric grid on ``[-1e12, 1e12]``
+(:func:`signed_geometric_grid`; Smith 2011's exponential-mechanism quantile on
+a discrete candidate set, as in Durfee 2023's unbounded setting).
 """
+
+import math
 
 import numpy as np
 
@@ -15,7 +23,8 @@ from .accounting import gumbel_scale
 from .events import BoundedRangeEvent
 from .mechanisms import report_noisy_max
 
-__all__ = ["private_quantile", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID"]
+__all__ = ["private_quantile", "private_feature_ranges", "quantile_scores", "range_quantile_level",
+           "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID"]
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
 #: grid keeps the total mass of the candidates far above the data (all scored -q n) small,
@@ -24,6 +33,31 @@ DEFAULT_NORM_GRID = np.geomspace(1e-2, 1e5, 43)
 
 #: Public candidates for a signed location (e.g. the median label): -1e5 .. 1e5 through 0.
 DEFAULT_SIGNED_GRID = np.concatenate([-DEFAULT_NORM_GRID[::-1], [0.0], DEFAULT_NORM_GRID])
+
+
+def signed_geometric_grid(smallest=1e-12, largest=1e12, ratio=0.01):
+    """Public signed geometric grid ``{-p_J, ..., -p_0, 0, p_0, ..., p_J}``.
+
+    ``p_j = min(smallest (1 + ratio)^j, largest)`` with
+    ``J = ceil(ln(largest / smallest) / ln(1 + ratio))``: every magnitude in
+    ``[smallest, largest]`` is within a relative ``ratio`` of a point, and
+    magnitudes below ``smallest`` collapse to 0. The defaults give 11111 points
+    (``ratio=0.001``: 110583). A function of its arguments only, never of data.
+    """
+    if not (0 < smallest < largest and math.isfinite(largest) and ratio > 0):
+        raise ValueError(f"need 0 < smallest < largest < inf and ratio > 0, got {smallest!r}, {largest!r}, {ratio!r}.")
+    J = math.ceil(math.log(largest / smallest) / math.log1p(ratio))
+    p = np.minimum(smallest * (1.0 + ratio) ** np.arange(J + 1), largest)
+    p[-1] = largest
+    return np.concatenate([-p[::-1], [0.0], p])
+
+
+#: The wide public grid of ``bounds="auto"``: [-1e12, 1e12], relative resolution 1%, 11111 points.
+WIDE_SIGNED_GRID = signed_geometric_grid()
+WIDE_SIGNED_GRID.setflags(write=False)
+
+#: failure probability the quantile level of ``bounds="auto"`` is sized for (:func:`range_quantile_level`)
+RANGE_FAILURE = 0.05
 
 
 def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
@@ -49,3 +83,79 @@ def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
     scores = -np.abs(counts - q * values.size)
     idx = report_noisy_max(rng, scores, gumbel_scale(1.0, epsilon))
     return float(grid[idx]), BoundedRangeEvent(float(epsilon))
+
+
+def quantile_scores(sorted_values, q, grid):
+    """Scores ``u(c) = -|L(c) - q n|``, ``L(c) = #{i : x_i < c}``, of the candidates ``grid``.
+
+    ``sorted_values`` must be sorted ascending (one value per row). Replacing
+    one row moves every ``L(c)`` by at most 1 and ``n`` is public, so
+    ``|u(c) - u'(c)| <= 1`` for every candidate (replace-one sensitivity 1).
+    """
+    counts = np.searchsorted(sorted_values, grid, side="left")
+    return -np.abs(counts - q * sorted_values.shape[0])
+
+
+def range_quantile_level(n_samples, selection_epsilon, n_candidates=WIDE_SIGNED_GRID.size, failure=RANGE_FAILURE):
+    """Public quantile level of ``bounds="auto"``: the range is ``[q, 1 - q]``-quantiles.
+
+    ``q = min(0.25, max(0.01, 2 beta ln(m / failure) / n))`` with
+    ``beta = 2 / selection_epsilon`` the Gumbel scale and ``m`` candidates.
+    Every candidate beyond the data scores ``-q n``; the exponential mechanism
+    returns one of them (a value far outside the data) with probability at most
+    about ``m exp(-q n / beta)``, which is below ``failure`` once
+    ``q n >= beta ln(m / failure)``. The factor 2 leaves a margin; the cap 0.25
+    keeps a range. A function of public ``n``, epsilon and ``m`` only.
+
+    Returns
+    -------
+    q : float
+    located : bool
+        ``False`` when even ``q = 0.25`` misses ``q n >= beta ln(m / failure)``:
+        then the selections may land far outside the data.
+    """
+    beta = 2.0 / float(selection_epsilon)
+    need = beta * math.log(n_candidates / failure)
+    n = max(int(n_samples), 1)
+    q = min(0.25, max(0.01, 2.0 * need / n))
+    return q, q * n >= need
+
+
+def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
+    """Private ``q``- and ``(1 - q)``-quantiles of every column of ``X`` over the public ``grid``.
+
+    Each column is sorted once; both selections reuse its counts
+    ``L(c) = #{x_ij < c}`` (:func:`quantile_scores`, sensitivity 1 under
+    replace-one with public ``n``), and each is the exponential mechanism
+    ``argmax(u + Gumbel(2 / epsilon))``, ``epsilon``-bounded-range: ``2 d``
+    selections, ``BoundedRangeEvent(epsilon, 2 d)``. Where the low pick is not
+    below the high one, the pair is widened to the grid points just outside it
+    (post-processing: a rule on the released indices and the public grid).
+
+    Returns
+    -------
+    lower, upper : ndarrays of shape (n_features,), grid points with lower < upper
+    event : BoundedRangeEvent
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite for private_feature_ranges.")
+    if not 0.0 < q < 0.5:
+        raise ValueError(f"q must be in (0, 0.5), got {q!r}.")
+    grid = np.asarray(grid, dtype=float)
+    scale = gumbel_scale(1.0, epsilon)
+    d = X.shape[1]
+    Xs = np.sort(X, axis=0)  # one sort of every column (a copy: the caller's array is not touched)
+    lo_idx, hi_idx = np.empty(d, dtype=np.intp), np.empty(d, dtype=np.intp)
+    for j in range(d):
+        counts = np.searchsorted(Xs[:, j], grid, side="left")
+        n = Xs.shape[0]
+        lo_idx[j] = report_noisy_max(rng, -np.abs(counts - q * n), scale)
+        hi_idx[j] = report_noisy_max(rng, -np.abs(counts - (1.0 - q) * n), scale)
+    a, b = np.minimum(lo_idx, hi_idx), np.maximum(lo_idx, hi_idx)
+    tied = a == b
+    a = np.where(tied, np.maximum(a - 1, 0), a)
+    b = np.where(tied, np.minimum(b + 1, grid.size - 1), b)
+    return grid[a].copy(), grid[b].copy(), BoundedRangeEvent(float(epsilon), 2 * d)
