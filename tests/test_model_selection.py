@@ -131,7 +131,7 @@ def test_dp_grid_search_allocation_is_tight(data):
     events = []
     for p in search.cv_results_["params"]:
         e = _clf(solver="dp_gd", epsilon=eps_c, delta=search.candidate_budget_.delta).set_params(**p)
-        events += e.planned_events(search.n_train_)
+        events += e.planned_events(search.n_train_, X.shape[1])
     total = price(events, 1e-5).budget.epsilon
     assert 0.99 <= total <= 1.0
 

@@ -286,7 +286,7 @@ def test_bad_input_and_unproven_modes():
     with pytest.raises(ValueError, match="binary"):
         DPSparseLogisticRegression(classes=[0, 1, 2]).fit(X, y)
     with pytest.raises(ValueError, match="Only binary"):
-        DPSparseLogisticRegression().fit(X, np.arange(200) % 3)
+        DPSparseLogisticRegression(classes=None).fit(X, np.arange(200) % 3)
     with pytest.raises(ValueError, match="solver_options"):
         DPSparseLogisticRegression(classes=[0, 1], solver_options={"teacher": "paper"}).fit(X, y)
     with pytest.raises(ValueError, match="pure-epsilon"):
@@ -298,7 +298,7 @@ def test_bad_input_and_unproven_modes():
     with pytest.raises(ValueError, match="feature_bound"):
         DPSparseLinearRegression(feature_bound=-1.0).fit(X, y)
     with pytest.warns(PrivacyLeakWarning):
-        est = DPSparseLogisticRegression(random_state=0).fit(X, y)
+        est = DPSparseLogisticRegression(classes=None, random_state=0).fit(X, y)
     assert est.privacy_spent_.epsilon == math.inf
     X0 = X.copy()
     DPSparseLinearRegression(feature_bound=0.2, random_state=0).fit(X, y.astype(float))

@@ -137,8 +137,11 @@ class DPLinearModel(BaseEstimator):
     _multiclass = False
 
     # -- hooks ---------------------------------------------------------------------------
-    def _alpha_for(self, solver):
-        """The penalty ``alpha`` a fit with ``solver`` uses (``alpha`` itself unless a subclass has a rule)."""
+    def _alpha_for(self, solver, n_samples=None):
+        """The penalty ``alpha`` a fit with ``solver`` on ``n_samples`` rows uses (``alpha`` unless a subclass has a rule).
+
+        ``n_samples=None`` (validation before the data is seen) must still give a value with the right sign.
+        """
         return self.alpha
 
     def _auto_norm_factor_for(self, n_samples):
@@ -213,8 +216,8 @@ class DPLinearModel(BaseEstimator):
             y=y,
             norms=norms,
             loss=loss,
-            penalty=(NonconvexPenalty(self._alpha_for(solver)) if getattr(self, "penalty", "l2") == "nonconvex"
-                     else L2Penalty(self._alpha_for(solver), radius=coef_norm)),
+            penalty=(NonconvexPenalty(self._alpha_for(solver, n)) if getattr(self, "penalty", "l2") == "nonconvex"
+                     else L2Penalty(self._alpha_for(solver, n), radius=coef_norm)),
             data_norm=data_norm,
             n_outputs=n_outputs,
             label_bound=label_bound,
