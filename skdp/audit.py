@@ -471,6 +471,12 @@ def _solver_cases(epsilon, delta):
             fit_intercept=False, max_iter={"dp_ight": 3, "dp_fw_l1": 1}.get(solver),
             solver_options={"n_blocks": 4} if solver == "two_stage" else None)
         cases[solver] = (est, (X0, y0))
+    # noisy_iht: the mirrored canary moves the scores |v_j| alike in both worlds, so its selections cannot be
+    # seen; one iteration with most of the budget on the released values is the Gaussian step the canary
+    # test can measure (the canary's column is among the 2 of 3 selected about 2/3 of the time)
+    cases["noisy_iht"] = (DPSparseLinearRegression(
+        epsilon=epsilon, delta=delta, n_nonzero_coefs=2, solver="noisy_iht", clip_norm=1.0, label_bound=1.0,
+        fit_intercept=False, max_iter=1, solver_options={"selection_share": 0.05}), (X0, y0))
     # a registered solver without a tuned setting gets the generic one of its estimator family (its
     # defaults on the same zero background), so a new solver is audited without editing this function
     from .solvers import SOLVERS

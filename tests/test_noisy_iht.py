@@ -195,3 +195,11 @@ def test_default_of_the_sparse_estimators_recovers_the_support_and_is_priced_as_
 def test_bad_selection_share_is_refused_before_the_data(share):
     with pytest.raises(ValueError, match="selection_share"):
         DPSparseLinearRegression(solver="noisy_iht", solver_options={"selection_share": share}).fit(None, None)
+
+
+def test_audit_flags_quarter_noise():
+    """skdp.audit's setting for noisy_iht is tight: a quarter of the noise is exposed by the mu-GDP bound."""
+    from skdp.audit import audit_solvers
+
+    (r,) = audit_solvers(2.0, 1e-5, n_fits=500, solvers=["noisy_iht"], noise_multiplier=0.25)
+    assert r.mu_lower_bound > r.claimed_mu, r
