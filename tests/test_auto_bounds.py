@@ -9,7 +9,7 @@ from scipy import stats
 
 from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLedger
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, gdp_mu, price, private_quantile
-from skdp.privacy.quantile import DEFAULT_NORM_GRID
+from skdp.privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,10 @@ def test_auto_bound_is_paid_for_and_never_warns(data, solver):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clf = DPLogisticRegression(1.0, data_norm="auto", classes=[0, 1], solver=solver, alpha=0.05,
+                                   bound_budget_fraction=0.2,
                                    random_state=0).fit(X, y)
-        reg = DPRidge(1.0, data_norm="auto", label_bound=3.0, solver=solver, random_state=0).fit(X, X[:, 0])
+        reg = DPRidge(1.0, data_norm="auto", label_bound=3.0, solver=solver, bound_budget_fraction=0.2,
+                      random_state=0).fit(X, X[:, 0])
     for est in (clf, reg):
         assert est.privacy_events_[0] == BoundedRangeEvent(0.2)
         assert est.privacy_spent_ <= PrivacyBudget(1.0, 1e-5)
@@ -45,6 +47,7 @@ def test_auto_bound_is_paid_for_and_never_warns(data, solver):
 def test_auto_bound_noise_scale_independent(data):
     X, y = data
     est = DPLogisticRegression(1.0, data_norm="auto", classes=[0, 1], solver="dp_gd", max_iter=10,
+                               bound_budget_fraction=0.2,
                                random_state=0).fit(X, y)
     K = est.data_norm_
     n = X.shape[0]
@@ -117,7 +120,7 @@ def test_auto_label_range_is_private_and_composed():
     y = 50 + 10 * X[:, 0] + rng.randn(3000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = DPRidge(2.0, label_bound="auto", random_state=0).fit(X, y)
+        est = DPRidge(2.0, label_bound="auto", bound_budget_fraction=0.2, random_state=0).fit(X, y)
     assert est.privacy_events_[:3] == [BoundedRangeEvent(0.4 / 3)] * 3
     assert est.privacy_spent_ <= PrivacyBudget(2.0, 1e-5)
     low, high = est.label_bound_
@@ -127,3 +130,22 @@ def test_auto_label_range_is_private_and_composed():
     # planned events price like the fit (ledger consistency)
     planned = est.planned_events(3000)
     assert price(planned, 1e-5).budget.epsilon == pytest.approx(est.privacy_spent_.epsilon, rel=1e-9)
+
+
+def test_small_n_selections_get_what_they_need_and_warn_when_they_cannot():
+    """At small n each bound selection is raised to 45.5 / n (a median located on the grid with
+    probability ~0.999); when even half of epsilon cannot pay for that, the fit warns."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 3)
+    y = 10 + X[:, 0] + 0.1 * rng.randn(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 45.5 / 300 = 0.152 per selection fits in half of epsilon = 2
+        est = DPRidge(2.0, random_state=0).fit(X, y)
+    needed = 2 * math.log(DEFAULT_SIGNED_GRID.size / 0.001) / (0.5 * 300)
+    assert needed == pytest.approx(45.49 / 300, rel=1e-3)
+    assert est.privacy_events_[:3] == [BoundedRangeEvent(needed)] * 3  # above the 0.05 * 2 / 3 share
+    assert est.privacy_spent_.epsilon == pytest.approx(2.0, rel=1e-6)
+    with pytest.warns(UserWarning, match="too few to choose 3 bound"):
+        low = DPRidge(0.5, random_state=0).fit(X, y)
+    assert low.privacy_events_[:3] == [BoundedRangeEvent(0.5 * 0.5 / 3)] * 3  # capped: half of epsilon
+    assert low.privacy_spent_ <= PrivacyBudget(0.5, 1e-5)

@@ -1,6 +1,7 @@
 """Shared machinery of the DP linear models: validation, bounding, solving, accounting."""
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -8,14 +9,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
-from .._release import class_selection_events, solve_and_release, zero_inactive_rows
+from .._release import _caller_stacklevel, class_selection_events, solve_and_release, zero_inactive_rows
 from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PoissonGaussianEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
-__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget"]
+__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection"]
 
 #: candidates of the largest public grid a bound selection uses, and the failure probability
 #: the selection budget is sized for (see ``selection_epsilon``)
@@ -29,6 +30,24 @@ def _intercept_row(fit_intercept, X, n_features):
     return int(p) - 1 if (fit_intercept and p) else None
 
 
+def warn_unreliable_selection(epsilon, k, n_samples):
+    """``UserWarning`` when ``k`` bound selections on ``n_samples`` rows cannot get the epsilon they need.
+
+    A function of public quantities only (see :func:`selection_epsilon`).
+    """
+    if k and _selection_needed(n_samples) > 0.5 * epsilon / k:
+        warnings.warn(
+            f"{n_samples} rows at epsilon={epsilon:g} are too few to choose {k} bound(s) privately with "
+            f"confidence: each selection needs epsilon >= {_selection_needed(n_samples):.3g} "
+            f"(45.5 / n) but gets {0.5 * epsilon / k:.3g}, so a bound may land far from the data and "
+            "the model be useless. Give public bounds (data_norm, label_bound) or a larger epsilon.",
+            UserWarning, stacklevel=_caller_stacklevel())
+
+
+def _selection_needed(n_samples):
+    return 2.0 * math.log(_SELECTION_GRID_SIZE / _SELECTION_FAILURE) / (0.5 * max(int(n_samples), 1))
+
+
 def selection_epsilon(epsilon, fraction, k, n_samples):
     """Epsilon of each of ``k`` private bound selections of a fit on ``n_samples`` rows (public).
 
@@ -37,15 +56,14 @@ def selection_epsilon(epsilon, fraction, k, n_samples):
     over ``m`` candidates lands within the data with probability about
     ``1 - beta`` once ``epsilon_sel >= 2 ln(m / beta) / (n / 2)`` (every
     candidate beyond the data scores ``-n/2``); with ``m = 87`` and
-    ``beta = 0.001`` that is ``45.4 / n``. The raise is capped so that the
+    ``beta = 0.001`` that is ``45.5 / n``. The raise is capped so that the
     selections never take more than half of ``epsilon``. A function of public
     quantities only.
     """
     if not k:
         return 0.0
     share = fraction * epsilon / k
-    needed = 2.0 * math.log(_SELECTION_GRID_SIZE / _SELECTION_FAILURE) / (0.5 * max(int(n_samples), 1))
-    return max(share, min(needed, 0.5 * epsilon / k))
+    return max(share, min(_selection_needed(n_samples), 0.5 * epsilon / k))
 
 
 def solver_budget(solver, problem, pre_events, epsilon, delta):
@@ -299,6 +317,7 @@ class DPLinearModel(BaseEstimator):
         constant and their gradient zero in every solver, and no bound changes.
         """
         rng = fit_randomness(self) if rng is None else rng
+        warn_unreliable_selection(self.epsilon, self._n_auto_selections(), X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
         if data_norm == "auto":

@@ -82,17 +82,21 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         Rows above it are scaled down (counted by :func:`skdp.fit_diagnostics`).
         ``"auto"`` chooses it privately (see ``bound_budget_fraction``);
         ``None`` reads it from the data and voids the guarantee.
-    bound_budget_fraction : float, default=0.2
+    bound_budget_fraction : float, default=0.05
         With ``data_norm="auto"``, the share of ``epsilon`` spent choosing the
         row bound privately: the raw rows are clipped to 0.7 times an
         exponential-mechanism median of the row norms over a public geometric
         grid (:func:`skdp.privacy.private_quantile`; clipping below the median
         trades a little bias for less noise and was better on every benchmark
-        dataset, ``benchmarks/bench_private_preprocessing.py``); the solver is calibrated to
-        ``(1 - fraction) epsilon`` (a basic-composition split), and
-        ``privacy_spent_`` is the accountant's price of both, which can be a
-        little below ``epsilon``. No data-derived bound
-        is read in the clear, so there is no ``PrivacyLeakWarning``.
+        dataset, ``benchmarks/bench_private_preprocessing.py``). At small ``n``
+        the selection gets at least ``45.5 / n`` (enough to locate the median
+        with probability about 0.999; at most half of ``epsilon``, with a
+        ``UserWarning`` when that is not enough). The solver is then
+        calibrated so that the accountant's price of everything is
+        ``epsilon``. 0.05 rather than 0.2: a median needs little budget, and
+        the rest goes to the model (digits at epsilon = 1: 0.731 vs 0.698;
+        breast_cancer 0.944 vs 0.939). No data-derived bound is read in the
+        clear, so there is no ``PrivacyLeakWarning``.
     classes : array-like, "auto" or None, default="auto"
         The set of class labels. An array is public: labels outside it raise
         an error. ``"auto"`` selects the set privately by Laplace thresholding
@@ -202,7 +206,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         fit_intercept=True,
         intercept_scaling=None,
         data_norm="auto",
-        bound_budget_fraction=0.2,
+        bound_budget_fraction=0.05,
         classes="auto",
         coef_norm=None,
         max_iter=None,

@@ -84,7 +84,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Public L2 bound on each row (intercept column included). ``"auto"``
         chooses it privately (see ``bound_budget_fraction``); ``None`` reads it
         from the data and voids the guarantee.
-    bound_budget_fraction : float, default=0.2
+    bound_budget_fraction : float, default=0.05
         The share of ``epsilon`` spent on the private bound choices
         (``data_norm="auto"``, ``label_bound="auto"``), split equally between
         them. The raw rows are clipped to a multiple of an
@@ -92,10 +92,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         grid (:func:`skdp.privacy.private_quantile`): 0.7 up to
         ``n * epsilon = 3000``, rising by 0.25 per decade of ``n * epsilon`` to
         1.25 (clipping trades bias for noise; with little noise the bias is what
-        is left). At small ``n`` each selection gets at least ``45.4 / n``
+        is left). At small ``n`` each selection gets at least ``45.5 / n``
         (enough for the median of ``n`` values to be located on the grid with
         probability about 0.999), capped so the selections take at most half of
-        ``epsilon``. The solver is then calibrated so that the accountant's price of
+        ``epsilon`` (with a ``UserWarning`` when that is not enough: then a
+        selection may land far from the data; give public bounds). The solver is then calibrated so that the accountant's price of
         everything is ``epsilon``. No data-derived bound is read in the clear,
         so there is no ``PrivacyLeakWarning``.
     label_bound : float, (low, high), "auto" or None, default="auto"
@@ -201,7 +202,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         fit_intercept=True,
         intercept_scaling=None,
         data_norm="auto",
-        bound_budget_fraction=0.2,
+        bound_budget_fraction=0.05,
         label_bound="auto",
         coef_norm=None,
         max_iter=None,

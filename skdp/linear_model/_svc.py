@@ -50,7 +50,8 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         ``None`` uses ``data_norm / 2``.
     data_norm : float, "auto" or None, default="auto"
         Public L2 bound on each row (see :class:`DPLogisticRegression`).
-    bound_budget_fraction : float, default=0.2
+    bound_budget_fraction : float, default=0.05
+        Share of ``epsilon`` for the private row bound (see :class:`DPLogisticRegression`).
     classes : array-like of shape (2,), "auto" or None, default="auto"
         Public label set. ``"auto"`` selects it privately (as in
         :class:`DPLogisticRegression`; more than 2 selected labels raise
@@ -120,7 +121,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, solver="auto", alpha=0.01, fit_intercept=True,
-                 intercept_scaling=None, data_norm="auto", bound_budget_fraction=0.2, classes="auto",
+                 intercept_scaling=None, data_norm="auto", bound_budget_fraction=0.05, classes="auto",
                  coef_norm=None, max_iter=None, solver_options=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
