@@ -13,6 +13,8 @@ benchmarks measure. ``NAME`` is one of:
   ``tests/test_docs.py`` checks it is current);
 * ``utility``: test accuracy / R^2 of four solvers on breast_cancer and
   diabetes, 20 seeds (``bench_utility.py``'s protocol; about two minutes);
+* ``defaults``: every estimator at its defaults (only ``epsilon``) against its
+  sklearn counterpart, 20 seeds (``bench_defaults.py``; a few minutes);
 * ``speed``: fit time over sklearn's on n = 200,000, d = 50 (``bench_speed.py``'s
   design, best of 3; a few minutes). Timings depend on the machine: run it on
   the machine whose numbers the README should show.
@@ -82,7 +84,15 @@ def speed():
     return "\n".join(lines)
 
 
-GENERATORS = {"solvers": solvers, "utility": utility, "speed": speed}
+def defaults(seeds=20):
+    import bench_defaults
+
+    header, rows = bench_defaults.run(seeds, bench_defaults.EPSILONS)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+GENERATORS = {"solvers": solvers, "utility": utility, "speed": speed, "defaults": defaults}
 
 
 BLOCK = re.compile(r"(<!-- generated: (\w+) \(python benchmarks/readme_tables\.py \2\) -->\n)(.*?)"
