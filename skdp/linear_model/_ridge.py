@@ -103,7 +103,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Label range: ``B`` means ``[-B, B]``. ``"auto"`` chooses it privately
         with two exponential-mechanism selections paid from
         ``bound_budget_fraction`` (median label, then median absolute
-        deviation; range = median +- 3 MAD). At very small ``epsilon * n``
+        deviation; range = median +- 2.5 MAD: on diabetes at epsilon = 1,
+        R^2 0.301 against 0.287 with 3 MAD, and 0.473 against 0.472 at
+        epsilon = 100, 20 seeds). At very small ``epsilon * n``
         (diabetes, ``n = 309``, at epsilon = 0.5) a selection over the wide
         public grid can still pick an absurd range; prefer a range known a
         priori there. ``None`` reads it from the data and voids the guarantee.
@@ -229,7 +231,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     _default_intercept_fraction = 1 / math.sqrt(2)
 
     #: label_bound="auto": the range is median +- this many private median absolute deviations
-    _auto_label_width = 3.0
+    _auto_label_width = 2.5
 
     def _n_auto_selections(self):
         return super()._n_auto_selections() + (2 if _is_auto(self.label_bound) else 0)
