@@ -233,6 +233,20 @@ def test_budget_validation_repr_and_order():
         b.epsilon = 2.0
 
 
+def test_budget_repr_is_readable_and_never_below_the_value():
+    """An accountant's 0.9999999999989 reads as 1.0; a value is only ever shown rounded up."""
+    shown = repr(PrivacyBudget(0.9999999999989035, 1e-5))
+    assert shown == "PrivacyBudget(epsilon=1.0, delta=1e-05, relation='replace_one')"
+    rng = np.random.RandomState(0)
+    values = np.concatenate([rng.lognormal(0, 3, 2000), [1 + 1e-12, 0.1 + 0.2, 1e-300, 7.0, math.inf, 0.0]])
+    for v in values:
+        shown = eval(repr(PrivacyBudget(float(v), 0.0)).replace("inf", "math.inf"),
+                     {"PrivacyBudget": PrivacyBudget, "math": math})
+        assert shown.epsilon >= v
+        assert shown.epsilon <= v * (1 + 1e-9) or v == 0  # and at most one 10th significant digit above
+        assert len(repr(shown.epsilon)) <= 17
+
+
 # ---------------------------------------------------------------- dp-accounting cross-checks
 def test_agrees_with_dp_accounting_pld_and_rdp():
     dpa = pytest.importorskip("dp_accounting")

@@ -9,7 +9,20 @@ __all__ = ["PrivacyBudget", "NEIGHBOURING_RELATIONS"]
 NEIGHBOURING_RELATIONS = ("replace_one", "add_remove")
 
 
-@dataclass(frozen=True, eq=True)
+def _round_up(x, digits=10):
+    """``x`` rounded up (towards +inf) to ``digits`` significant digits; 0 and inf unchanged."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    shown = float(f"{x:.{digits}g}")
+    if shown >= x:
+        return shown
+    # the nearest 10-digit value is below x: take the next one up (x's last shown digit + 1)
+    step = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1)
+    up = float(f"{shown + step:.{digits}g}")
+    return up if up >= x else x
+
+
+@dataclass(frozen=True, eq=True, repr=False)
 class PrivacyBudget:
     """An (epsilon, delta) differential-privacy guarantee or target.
 
@@ -81,6 +94,12 @@ class PrivacyBudget:
 
     def __str__(self):
         return f"(epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) [{self.relation}]"
+
+    def __repr__(self):
+        # epsilon and delta rounded *up* to 10 significant digits: an accountant's
+        # 0.9999999999989 reads as 1.0, and no shown value is below the true one.
+        return (f"PrivacyBudget(epsilon={_round_up(self.epsilon)!r}, delta={_round_up(self.delta)!r}, "
+                f"relation={self.relation!r})")
 
     def __iter__(self):
         # Allows ``eps, delta = est.privacy_spent_``.
