@@ -1,0 +1,68 @@
+"""What a drop-in user gets: every estimator and transformer, constructed with its defaults, fits
+without reading a bound in the clear and reports a finite privacy spend within what it was given
+(issue "accurate and private by default")."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSparseLinearRegression,
+                  DPSparseLogisticRegression, DPStandardScaler, PrivacyBudget)
+from skdp.distributed import MultiPartyDPLogisticRegression
+from skdp.exceptions import PrivacyLeakWarning
+
+CLASSIFIERS = [DPLogisticRegression, DPLinearSVC, DPSparseLogisticRegression, MultiPartyDPLogisticRegression]
+REGRESSORS = [DPRidge, DPLasso, DPSparseLinearRegression]
+TRANSFORMERS = [DPStandardScaler, DPMinMaxScaler]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(3000, 6)
+    w = np.array([1.0, -2.0, 0.5, 0.0, 0.0, 1.5])
+    y_reg = 3.0 + X @ w + 0.3 * rng.randn(3000)
+    y_clf = (X @ w + 0.3 * rng.randn(3000) > 0).astype(int)
+    return X, y_reg, y_clf
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        return est.fit(X, y) if y is not None else est.fit(X)
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS + REGRESSORS + TRANSFORMERS, ids=lambda c: c.__name__)
+def test_defaults_fit_privately_within_the_budget(cls, data):
+    X, y_reg, y_clf = data
+    y = y_clf if cls in CLASSIFIERS else (y_reg if cls in REGRESSORS else None)
+    est = _fit(cls(random_state=0), X, y)
+    spent = est.privacy_spent_
+    assert math.isfinite(spent.epsilon)
+    assert spent <= PrivacyBudget(est.epsilon, est.delta)
+
+
+@pytest.mark.parametrize("cls", [DPLogisticRegression, DPRidge, DPLasso, DPStandardScaler], ids=lambda c: c.__name__)
+def test_defaults_spend_what_was_asked(cls, data):
+    """The private bound choices and the solver are calibrated together: nothing is left unspent."""
+    X, y_reg, y_clf = data
+    y = y_clf if cls in CLASSIFIERS else (y_reg if cls in REGRESSORS else None)
+    est = _fit(cls(epsilon=0.8, random_state=0), X, y)
+    assert est.privacy_spent_.epsilon == pytest.approx(0.8, rel=1e-4)
+
+
+def test_subsampled_default_keeps_the_basic_split(data):
+    """DPLinearSVC's default (noisy_sgd, Poisson-subsampled) is calibrated to epsilon minus the selections
+    (pricing its plan inside a bisection is too slow today): within what was asked, a little below it."""
+    X, _, y_clf = data
+    est = _fit(DPLinearSVC(epsilon=0.8, random_state=0), X, y_clf)
+    assert 0.9 * 0.8 <= est.privacy_spent_.epsilon <= 0.8
+
+
+def test_defaults_learn(data):
+    """Not a benchmark (see benchmarks/bench_defaults.py): the defaults fit a clean problem well."""
+    X, y_reg, y_clf = data
+    assert _fit(DPRidge(epsilon=1.0, random_state=0), X, y_reg).score(X, y_reg) > 0.9
+    assert _fit(DPLogisticRegression(epsilon=1.0, random_state=0), X, y_clf).score(X, y_clf) > 0.9
