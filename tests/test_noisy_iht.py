@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from skdp import DPSparseLinearRegression, DPSparseLogisticRegression, list_solvers
 from skdp.losses import LogisticLoss, SquaredLoss
+from skdp.penalties import hard_threshold
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, PrivacyBudget, price
 from skdp.solvers import get_solver
 from skdp.solvers.peeling import gradient_step, noisy_iht_sensitivities, peel
@@ -115,12 +116,24 @@ def test_zero_noise_is_non_private_iht(under_noise):
     X = np.hstack([rng.uniform(-1, 1, (n, d)), np.ones((n, 1))])
     y = X[:, :d] @ np.r_[1.0, -2.0, 0.5, np.zeros(d - 3)] + 0.3 + 0.05 * rng.randn(n)
     problem = SparseProblem(X=X, y=y, loss=SquaredLoss(), n_nonzero=s, feature_bound=1.0, free=d, clip=100.0,
-                            clip_order=np.inf, learning_rate=eta, max_iter=T)
+                            clip_order=np.inf, learning_rate=eta, max_iter=T, options={"momentum": False})
     with under_noise(1e-12):
         result = get_solver("noisy_iht").solve(problem, PrivacyBudget(1.0, 1e-5), rng)
     ref, _ = ight(lambda w: X.T @ (X @ w - y) / n, d + 1, s, eta, T, free=d)
     np.testing.assert_allclose(result.coef, ref, atol=1e-8)
     assert result.n_iter == T and np.count_nonzero(result.coef[:d]) == s
+    # with momentum (the default): accelerated IHT, the gradient step at the FISTA extrapolation
+    problem.options = {}
+    with under_noise(1e-12):
+        result = get_solver("noisy_iht").solve(problem, PrivacyBudget(1.0, 1e-5), rng)
+    w = w_prev = np.zeros(d + 1)
+    t_k = 1.0
+    for _ in range(T):
+        t_next = (1 + math.sqrt(1 + 4 * t_k**2)) / 2
+        point = w + (t_k - 1) / t_next * (w - w_prev)
+        w_prev, w, t_k = w, hard_threshold(point - eta * X.T @ (X @ point - y) / n, s, d), t_next
+    np.testing.assert_allclose(result.coef, w, atol=1e-8)
+    assert result.info["momentum"] and not np.allclose(w, ref, atol=1e-3)  # momentum changes the path
 
 
 # -- statistical privacy test on replace-one neighbours, with its positive control -----------------------
@@ -191,10 +204,11 @@ def test_default_of_the_sparse_estimators_recovers_the_support_and_is_priced_as_
     assert [r["solver"] for r in list_solvers(DPSparseLinearRegression) if r["default"]] == ["noisy_iht"]
 
 
-@pytest.mark.parametrize("share", [0.0, 1.0, "half", True])
-def test_bad_selection_share_is_refused_before_the_data(share):
-    with pytest.raises(ValueError, match="selection_share"):
-        DPSparseLinearRegression(solver="noisy_iht", solver_options={"selection_share": share}).fit(None, None)
+@pytest.mark.parametrize("options", [{"selection_share": v} for v in (0.0, 1.0, "half", True)]
+                         + [{"momentum": v} for v in (1, "yes", None)])
+def test_bad_options_are_refused_before_the_data(options):
+    with pytest.raises(ValueError, match=next(iter(options))):
+        DPSparseLinearRegression(solver="noisy_iht", solver_options=options).fit(None, None)
 
 
 def test_audit_flags_quarter_noise():
