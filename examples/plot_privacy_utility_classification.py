@@ -35,7 +35,7 @@ models = {s: (lambda e, r, s=s: DPLogisticRegression(e, solver=s, data_norm=math
                                                      random_state=r)) for s in SOLVERS}
 models["DPLinearSVC (noisy_sgd)"] = lambda e, r: DPLinearSVC(e, data_norm=math.sqrt(d), classes=[0, 1],
                                                                random_state=r)
-models["DPSparseLogisticRegression (dp_ight, s=10)"] = lambda e, r: DPSparseLogisticRegression(
+models["DPSparseLogisticRegression (noisy_iht, s=10)"] = lambda e, r: DPSparseLogisticRegression(
     e, n_nonzero_coefs=10, feature_bound=3.0, classes=[0, 1], random_state=r)
 
 fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -37,7 +37,7 @@ models = {s: (lambda e, r, s=s: DPRidge(e, solver=s, data_norm=math.sqrt(d), lab
           for s in SOLVERS}
 models["DPLasso (noisy_sfw)"] = lambda e, r: DPLasso(e, coef_norm=300.0, feature_bound=3.0, label_bound=LABELS,
                                                      random_state=r)
-models["DPSparseLinearRegression (dp_ight, s=5)"] = lambda e, r: DPSparseLinearRegression(
+models["DPSparseLinearRegression (noisy_iht, s=5)"] = lambda e, r: DPSparseLinearRegression(
     e, n_nonzero_coefs=5, feature_bound=3.0, label_bound=LABELS, random_state=r)
 
 fig, ax = plt.subplots(figsize=(7, 4.5))
