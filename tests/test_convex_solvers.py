@@ -410,15 +410,15 @@ def test_dplasso_keeps_the_ball_and_beats_null_on_easy_data():
         assert reg.score(X, y) > 0.1, solver  # better than the null model (R^2 = 0)
 
 
-def test_dplinearsvc_binary_and_refuses_more_classes(breast_cancer):
+def test_dplinearsvc_binary_and_one_vs_rest(breast_cancer):
     X, y = breast_cancer
     scores = [DPLinearSVC(epsilon=1.0, data_norm=6.0, classes=[0, 1], random_state=s).fit(X, y).score(X, y)
               for s in range(5)]
     assert np.mean(scores) > 0.7  # majority class: 0.63
     clf = DPLinearSVC(epsilon=1.0, data_norm=6.0, classes=[0, 1], random_state=0).fit(X, y)
     assert clf.privacy_spent_.epsilon <= 1.0
-    with pytest.raises(ValueError, match="binary"):
-        DPLinearSVC(classes=[0, 1, 2]).fit(X, y % 3)
+    ovr = DPLinearSVC(epsilon=1.0, data_norm=6.0, classes=[0, 1, 2], random_state=0).fit(X, y % 3)
+    assert ovr.coef_.shape == (3, X.shape[1]) and ovr.privacy_spent_.epsilon <= 1.0
 
 
 def test_solver_table_lists_every_solver():

@@ -129,8 +129,8 @@ def test_bad_settings_refused():
         MultiPartyDPLogisticRegression(delta=0.0, classes=[0, 1]).fit(X, y)
     with pytest.raises(ValueError, match="alpha > 0"):
         MultiPartyDPLogisticRegression(solver="mpc_output_pert", alpha=0.0, classes=[0, 1]).fit(X, y)
-    with pytest.raises(ValueError, match="binary"):
-        MultiPartyDPLogisticRegression(classes=[0, 1, 2]).fit(X, y % 3)
+    # more than two classes: one-vs-rest (tests/test_ovr.py), no longer refused
+    assert MultiPartyDPLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y % 3).coef_.shape == (3, 2)
     with pytest.raises(ValueError, match="frac_bits"):  # 2 parties x (1 / 1e-9) does not fit 2^(62-40)
         MultiPartyDPLogisticRegression(solver="mpc_output_pert", alpha=1e-9, frac_bits=40,
                                        classes=[0, 1]).fit(X, y)
@@ -389,7 +389,8 @@ def test_rows_clipped_is_a_diagnostic_not_an_attribute():
     assert fit_diagnostics(loaded) == {} and "n_rows_clipped" not in pickle.dumps(est).decode("latin-1")
     # every fitted attribute is a public quantity or the noisy release
     public = {"classes_", "n_features_in_", "n_parties_", "party_sizes_", "backend_", "n_iter_", "noise_scale_",
-              "privacy_events_", "privacy_spent_", "privacy_nominal_", "accountant_", "noise_source_"}
+              "privacy_events_", "privacy_spent_", "privacy_nominal_", "accountant_", "noise_source_",
+              "multi_class_"}  # "binary" / "ovr": a function of the public class count
     fitted = {k for k in vars(est) if k.endswith("_") and not k.startswith("_")}
     assert fitted - public == {"coef_", "intercept_"}
     # a refit starts from a clean table

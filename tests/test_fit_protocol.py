@@ -132,9 +132,11 @@ def test_class_set_rules_are_the_same_for_every_classifier(est, classes, match):
 
 @pytest.mark.parametrize("est", [DPLinearSVC, DPSparseLogisticRegression, MultiPartyDPLogisticRegression],
                          ids=lambda e: e.__name__)
-def test_binary_only_classifiers_say_so_before_reading_the_data(est):
-    with pytest.raises(ValueError, match="binary"):
-        est(classes=[0, 1, 2]).fit(np.zeros((9, 2)), np.zeros(9))  # refused on the parameter alone
+def test_formerly_binary_classifiers_plan_one_vs_rest_before_reading_the_data(est):
+    planned = est(classes=[0, 1, 2]).planned_events(300, 2)  # public: three one-vs-rest fits
+    binary = est(classes=[0, 1]).planned_events(300, 2)
+    assert planned != binary
+    assert price(planned, 1e-5).budget.epsilon <= price(binary, 1e-5).budget.epsilon * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("est", MODELS, ids=lambda e: type(e).__name__)

@@ -14,11 +14,12 @@ from sklearn.utils.validation import validate_data
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        release)
+                        ovr_budget, ovr_targets, release)
 from ..bounds import bound_features
 from ..privacy import (
     GaussianEvent,
     L2LaplaceEvent,
+    PrivacyBudget,
     calibrate_gaussian,
     gaussian_noise,
     l2_laplace_noise,
@@ -28,18 +29,19 @@ from ._mpc import SEED_BITS, FixedPointRing, SecureAggregator, party_seed, secre
 
 __all__ = ["MultiPartyDPLogisticRegression", "split_parties"]
 
-_BINARY = " (the multi-party mechanisms are written for the binary logistic loss)"
+def _clipped_mean_gradient(X, ys, norms, theta, G, column=None):
+    """One party's mean logistic gradient, per-example clipped to ``G`` (runs where the party's rows are).
 
-
-def _clipped_mean_gradient(X, ys, norms, theta, G):
-    """One party's mean logistic gradient, per-example clipped to ``G`` (runs where the party's rows are)."""
+    ``column``: the one-vs-rest class whose labels ``ys[:, column]`` are used."""
+    ys = ys if column is None else ys[:, column]
     S = -ys * special.expit(-ys * (X @ theta))
     S = S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300))
     return X.T @ S / X.shape[0]
 
 
-def _local_solve(X, ys, norms, lam, tau):
-    """One party's exact regularised ERM (L-BFGS), certified to gradient norm ``tau``."""
+def _local_solve(X, ys, norms, lam, tau, column=None):
+    """One party's exact regularised ERM (L-BFGS), certified to gradient norm ``tau`` (``column``: as above)."""
+    ys = ys if column is None else ys[:, column]
 
     def f(w):
         z = X @ w
@@ -146,7 +148,7 @@ def split_parties(n_samples, n_parties=None, parties=None):
 
 
 class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, BaseEstimator):
-    """Binary logistic regression trained privately across parties, each holding its own rows.
+    """Logistic regression trained privately across parties, each holding its own rows (one-vs-rest for more classes).
 
     Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/seed004`): the objective is
     ``J(theta) = (1/m) sum_j (1/n_j) sum_i l(theta; x_i^(j), y_i^(j)) + (alpha/2) ||theta||^2``
@@ -174,6 +176,16 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
 
     ``n_parties=1`` is the single-party baseline run by the same code: one party holding every row.
 
+    **More than two classes** are fitted one-vs-rest: the protocol above runs once per class (that class
+    labelled ``+1``, the rest ``-1``), inside the same secure aggregation (the same parties' seeds and share
+    generators; every class's noisy aggregates are further releases of the same noise generator), so the
+    trust model is unchanged. Every class's fit reads every record, so the ``k`` fits compose; the budget
+    is split before the data is read by :func:`skdp._release.ovr_budget`: each class gets ``delta / k``
+    and the largest epsilon such that the shared accountant prices the ``k`` fits (with the label-set
+    selection) at what one binary fit costs, so ``privacy_spent_`` is the same for any number of classes.
+    For ``mpc_grad_pert`` that is the exact GDP calibration of ``k T`` releases (``sigma`` grows by about
+    ``sqrt(k)``); for ``mpc_output_pert`` with ``delta = 0``, ``epsilon / k`` per class.
+
     Parameters
     ----------
     epsilon, delta : float
@@ -189,11 +201,12 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     fit_intercept : bool, default=True
     n_parties : int, default=2
         Used when ``fit`` gets no ``parties``: rows are split into this many contiguous blocks.
-    classes : array-like of shape (2,), "auto" or None, default="auto"
+    classes : array-like of shape (n_classes,), "auto" or None, default="auto"
         Public class labels. ``"auto"`` selects them privately (as in :class:`skdp.DPLogisticRegression`;
-        needs ``delta > 0``, priced in ``privacy_spent_``, more than 2 selected labels raise ``ValueError``;
-        in this simulation the noisy label counts are computed centrally). ``None`` reads them from the
-        data with a :class:`~skdp.PrivacyLeakWarning`.
+        needs ``delta > 0``, priced in ``privacy_spent_``; the fit is planned and charged as a binary fit,
+        which costs what the one-vs-rest fit of any number of selected labels costs; in this simulation
+        the noisy label counts are computed centrally). ``None`` reads them from the data with a
+        :class:`~skdp.PrivacyLeakWarning`.
     max_iter : int or None
         Rounds ``T`` of ``mpc_grad_pert`` (default ``min(40, max(2, ceil(n eps / 30)))``, as ``dp_gd``).
     tol : float, default=1e-6
@@ -209,9 +222,11 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_features)
-    intercept_ : ndarray of shape (1,)
-    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    multi_class_ : {"binary", "ovr"}
+        ``predict_proba`` normalises the one-vs-rest sigmoids with ``"ovr"``.
     n_parties_ : int
     party_sizes_ : ndarray
     privacy_spent_ : PrivacyBudget
@@ -224,7 +239,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     accountant_ : str
         The accountant's method (``"gdp_exact"`` for ``mpc_grad_pert``, ...).
     noise_scale_ : float
+        The noise's std (scale for the L2-Laplace mechanism) of each release (of each class's fit).
     n_iter_ : int
+        Rounds ``T`` (of each class's fit).
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy (``random_state=None``), else a digest of
         the seed (``"seed:<digest>"``); composition tools report ``epsilon=inf`` for releases that share a
@@ -291,8 +308,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             return int(self.max_iter)
         return int(min(40, max(2, math.ceil(n * self.epsilon / 30.0))))
 
-    def _calibration(self, sizes, d):
-        """(sensitivity of the released average, noise scale, events, T)."""
+    def _calibration(self, sizes, d, n_classes=2):
+        """(sensitivity of the released average, noise scale, events, T); one-vs-rest for ``n_classes > 2``."""
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
         # classes="auto": the label-set selection's (epsilon, delta) comes first (basic composition)
@@ -305,18 +322,26 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                                  "'mpc_output_pert' for pure epsilon-DP.")
             T = self._steps(n)
             sens = (2 * (K / 2) / n_min + self._rounding(d)) / m
-            sigma = calibrate_gaussian(T * sens**2, eps, delta)
-            return sens, sigma, selection + [GaussianEvent(sens, sigma, T)], T
-        if not self.alpha > 0:
-            raise ValueError("solver='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
-                             "sensitivity).")
-        tau = self.tol * 2 * K / n_min
-        sens = (2 * K / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
-        if self.delta == 0:
-            scale = pure_noise_scale(sens, eps)
-            return sens, scale, selection + [L2LaplaceEvent(sens, scale)], 1
-        sigma = calibrate_gaussian(sens**2, eps, delta)
-        return sens, sigma, selection + [GaussianEvent(sens, sigma)], 1
+
+            def events_for(b):
+                return [GaussianEvent(sens, calibrate_gaussian(T * sens**2, b.epsilon, b.delta), T)]
+        else:
+            if not self.alpha > 0:
+                raise ValueError("solver='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
+                                 "sensitivity).")
+            T = 1
+            tau = self.tol * 2 * K / n_min
+            sens = (2 * K / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
+
+            def events_for(b):
+                if self.delta == 0:
+                    return [L2LaplaceEvent(sens, pure_noise_scale(sens, b.epsilon))]
+                return [GaussianEvent(sens, calibrate_gaussian(sens**2, b.epsilon, b.delta))]
+        # one-vs-rest: k fits (one per class) priced together like one binary fit (skdp._release.ovr_budget)
+        fits = 1 if n_classes <= 2 else int(n_classes)
+        class_budget, events = ovr_budget(events_for, fits, PrivacyBudget(eps, delta), selection, self.delta)
+        one = events_for(class_budget)[0]
+        return sens, (one.scale if isinstance(one, L2LaplaceEvent) else one.sigma), selection + events, T
 
     # -- fitting -------------------------------------------------------------------------------
     def planned_events(self, n_samples, n_features=None, parties=None):
@@ -333,7 +358,12 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         if self.classes is None:
             return None
         sizes = [len(b) for b in split_parties(int(n_samples), self.n_parties, parties)]
-        return self._calibration(sizes, int(n_features) + int(self.fit_intercept))[2]
+        return self._calibration(sizes, int(n_features) + int(self.fit_intercept), self._public_n_classes())[2]
+
+    def _public_n_classes(self):
+        """Number of public classes; 2 when the set is chosen in the fit (a binary plan costs the same)."""
+        classes = check_class_set(self)
+        return 2 if classes is None else classes.size
 
     def _solver(self):
         """``solver``, or the deprecated ``mechanism`` when it is given (warned once, in ``_check_params``)."""
@@ -345,7 +375,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         if self.mechanism != "deprecated":
             warnings.warn("MultiPartyDPLogisticRegression's 'mechanism' was renamed 'solver' (as in every skdp "
                           "estimator); 'mechanism' will be removed.", FutureWarning, stacklevel=3)
-        check_class_set(self, binary=True, why=_BINARY)
+        check_class_set(self)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, parties=None, privacy_ledger=None):
@@ -383,11 +413,14 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         return self._fit_parties(backend, derived, rng)
 
     def _encode_labels(self, y, rng):
-        """``(ys, derived)``: labels in {-1, +1}, and 0 for the rows whose label ``classes="auto"`` did not
-        select (their logistic loss is the constant ln 2 and their gradient zero, so they contribute
-        nothing while n stays public). The selection runs centrally in this simulation; a deployment
-        would aggregate the parties' label counts securely and add the same noise."""
-        selection = fit_classes(self, y, rng, binary=True, why=_BINARY)
+        """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
+        classes), and 0 for the rows whose label ``classes="auto"`` did not select (their logistic loss
+        is the constant ln 2 and their gradient zero, so they contribute nothing while n stays public).
+        The selection runs centrally in this simulation; a deployment would aggregate the parties'
+        label counts securely and add the same noise."""
+        selection = fit_classes(self, y, rng)
+        if selection.classes.size > 2:
+            return ovr_targets(selection, y, inactive=0.0), selection.derived
         ys = np.where(y == selection.classes[1], 1.0, -1.0)
         if selection.active is not None:
             ys = np.where(selection.active, ys, 0.0)
@@ -414,7 +447,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """The protocol, given parties that compute locally (in process or on Dask workers)."""
         sizes = np.asarray(backend.sizes)
         d = backend.n_features + int(self.fit_intercept)
-        sens, scale, events, T = self._calibration(sizes, d)
+        k = self.classes_.size
+        sens, scale, events, T = self._calibration(sizes, d, k)
         rng = fit_randomness(self) if rng is None else rng
         m = len(sizes)
         # 128 bits from the fit's generator root every party's own SeedSequence; each party splits its own
@@ -436,6 +470,24 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         def shares_of(vectors):
             return [secret_share(party_rngs[j], ring.encode(v), m) for j, v in enumerate(vectors)]
 
+        # one binary fit, or one per class (one-vs-rest) inside the same aggregation
+        thetas = [self._run_protocol(backend, agg, shares_of, scale, T, d, sizes, column)
+                  for column in ([None] if k == 2 else range(k))]
+        theta = np.stack(thetas)  # (1 or k, d)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = theta[:, :-1].copy(), theta[:, -1] * self._c0()
+        else:
+            self.coef_, self.intercept_ = theta.copy(), np.zeros(theta.shape[0])
+        self.multi_class_ = "binary" if k == 2 else "ovr"
+        self.n_parties_ = m
+        self.party_sizes_ = sizes
+        self.backend_ = backend.name
+        self.n_iter_ = T
+        release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
+        return self
+
+    def _run_protocol(self, backend, agg, shares_of, scale, T, d, sizes, column):
+        """One binary fit (labels ``ys[:, column]`` for one-vs-rest): its released aggregates' result."""
         if self._solver() == "mpc_grad_pert":
             G = float(self.data_norm) / 2
             eta = 1.9 / (float(self.data_norm) ** 2 / 4 + self.alpha)
@@ -445,31 +497,21 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
 
             theta = np.zeros(d)
             for _ in range(T):
-                local = backend.map(_clipped_mean_gradient, theta, G)
+                local = backend.map(_clipped_mean_gradient, theta, G, column)
                 g_hat = agg.noisy_average(shares_of(local), noise)
                 theta = theta - eta * (g_hat + self.alpha * theta)
-        else:
-            local = backend.map(_local_solve, float(self.alpha), self.tol * 2 * float(self.data_norm) / sizes.min())
+            return theta
+        local = backend.map(_local_solve, float(self.alpha), self.tol * 2 * float(self.data_norm) / sizes.min(),
+                            column)
 
-            def noise(r, shape):
-                if self.delta == 0:
-                    return l2_laplace_noise(r, scale, shape)
-                return gaussian_noise(r, scale, shape)
+        def noise(r, shape):
+            if self.delta == 0:
+                return l2_laplace_noise(r, scale, shape)
+            return gaussian_noise(r, scale, shape)
 
-            theta = agg.noisy_average(shares_of(local), noise)
-        if self.fit_intercept:
-            self.coef_, self.intercept_ = theta[None, :-1].copy(), np.array([theta[-1] * self._c0()])
-        else:
-            self.coef_, self.intercept_ = theta[None, :].copy(), np.zeros(1)
-        self.n_parties_ = m
-        self.party_sizes_ = sizes
-        self.backend_ = backend.name
-        self.n_iter_ = T
-        release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
-        return self
+        return agg.noisy_average(shares_of(local), noise)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
         tags.classifier_tags.poor_score = True
         return tags

@@ -16,13 +16,10 @@ from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._random import fit_randomness
 from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
-                        class_selection_events, fit_classes, zero_rows,
+                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, zero_rows,
                         solve_and_release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
-
-_NO_MULTINOMIAL = " (no sparse solver's proof covers the multinomial loss)"
-
 
 class _DPSparseBase(BaseEstimator):
     """Shared fit: validate -> clip -> (private clip norm) -> sparse solver -> price."""
@@ -56,6 +53,10 @@ class _DPSparseBase(BaseEstimator):
 
     def _label_bound_public(self):
         return None
+
+    def _public_n_classes(self):
+        """Number of classes known before the fit (2 for a regressor, and for a label set chosen in the fit)."""
+        return 2
 
     # -- helpers ---------------------------------------------------------------------------
     def _check_params(self):
@@ -128,14 +129,16 @@ class _DPSparseBase(BaseEstimator):
             n_features = int(self.n_nonzero_coefs)
         budget, pre = self._budgets(solver, int(n_samples))
         problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
-        return pre + solver.plan(problem, budget)
+        return pre + one_vs_rest(solver, self._public_n_classes(), pre, self.delta).plan(problem, budget)
 
     def _guaranteed_public(self):
         return True
 
     def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, **diagnostic_values):
         """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
-        and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``)."""
+        and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``).
+        ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._release.ovr_targets`) fits the ``k``
+        binary problems with the solver wrapped one-vs-rest; ``coef_`` is then (k, n_features)."""
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         n, d = X.shape
         K = float(self.feature_bound)
@@ -149,21 +152,31 @@ class _DPSparseBase(BaseEstimator):
         problem = self._problem(solver, n, d, X=Xc, y=y_enc)
         if solver.clip_order is not None:
             if self._auto_clip(solver):
-                # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row)
-                g0 = np.abs(problem.loss.derivative(np.zeros(n), y_enc)) * problem.row_norms()
+                # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row); for the
+                # logistic loss |phi'(0, +-1)| = 1/2, so every one-vs-rest column gives the same norms and one
+                # private choice serves the k fits
+                y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
+                g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
                 problem.clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
                 pre_events = [event] + pre_events[1:]
             else:
                 problem.clip = float(self.clip_norm)
         clip = problem.clip
+        if np.ndim(y_enc) == 2:
+            solver = one_vs_rest(solver, y_enc.shape[1], pre_events, self.delta)
         result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived,
                                    n_clipped=n_clipped, **diagnostic_values)
         w = np.asarray(result.coef, dtype=float)
         if self.fit_intercept:
-            self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * K) + centre
+            coef, intercept = w[:-1], w[-1] * K + centre
         else:
-            self.coef_, self.intercept_ = w.copy(), float(centre)
-        self.support_ = np.flatnonzero(self.coef_)
+            coef, intercept = w, np.zeros(w.shape[1:]) + centre
+        if w.ndim == 2:  # one-vs-rest: one row per class, as sklearn's classifiers
+            self.coef_, self.intercept_ = coef.T.copy(), np.asarray(intercept, dtype=float)
+            self.support_ = np.flatnonzero(np.any(self.coef_ != 0, axis=0))
+        else:
+            self.coef_, self.intercept_ = coef.copy(), float(intercept)
+            self.support_ = np.flatnonzero(self.coef_)
         self.n_nonzero_coefs_ = problem.n_nonzero
         self.clip_norm_ = clip
         return self
@@ -225,12 +238,12 @@ _SHARED_PARAMS_DOC = """
 """
 
 _SHARED_ATTRS_DOC = """
-    coef_ : ndarray of shape (n_features,) (regressor) or (1, n_features) (classifier)
-        At most ``n_nonzero_coefs_`` non-zeros; shaped as sklearn's
+    coef_ : ndarray of shape (n_features,) (regressor), (1, n_features) or (n_classes, n_features) (classifier)
+        At most ``n_nonzero_coefs_`` non-zeros (per row); shaped as sklearn's
         ``Lasso`` / ``LogisticRegression`` ``coef_``.
-    intercept_ : float (regressor) or ndarray of shape (1,) (classifier)
+    intercept_ : float (regressor) or ndarray of shape (1,) or (n_classes,) (classifier)
     support_ : ndarray of int
-        Indices of the non-zero coefficients.
+        Indices of the non-zero coefficients (of any class).
     n_nonzero_coefs_ : int
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) for **replace-one** neighbouring datasets (one row
@@ -395,28 +408,50 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
 
 
 class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, _DPSparseBase):
-    __doc__ = """Differentially private sparse logistic regression (binary, ``||w||_0 <= s``).
+    __doc__ = """Differentially private sparse logistic regression (``||w||_0 <= s``, one-vs-rest for more classes).
 
     Minimises the mean logistic loss subject to at most ``n_nonzero_coefs``
     non-zero coefficients with one of skdp's sparse DP solvers; (epsilon,
     delta)-differentially private for **replace-one** neighbouring datasets with
-    the number of rows public. Binary only: none of the sparse solvers' proofs
-    covers a multinomial loss, so more than two classes raise ``ValueError``.
+    the number of rows public.
+
+    None of the sparse solvers' proofs covers a multinomial loss, so more than
+    two classes are fitted one-vs-rest (as
+    ``sklearn.multiclass.OneVsRestClassifier(LogisticRegression())``): one
+    binary sparse problem per class (that class against the rest), each on
+    every row, so the ``k`` releases compose. The solver's budget is split
+    before the data is read: each class gets ``delta / k`` and the largest
+    epsilon such that the shared accountant prices the ``k`` fits, with the
+    private clip-norm and label-set choices, at what one binary fit costs
+    (:func:`skdp._release.ovr_budget`), so ``privacy_spent_`` is the same
+    budget for any number of classes; ``solver_info_`` holds the per-class
+    ``class_epsilon`` and ``class_delta``. One private clip norm serves every
+    class (the logistic gradient norms at ``w = 0`` do not depend on the
+    label). Each class's coefficient vector has at most ``n_nonzero_coefs``
+    non-zeros; ``predict_proba`` normalises the ``k`` sigmoids, as sklearn's
+    one-vs-rest does.
     With ``dpsl_kt`` the student fits the teacher's logits by least squares
     (Wang 2021, dissertation, ch. 3, Alg. 2; see :doc:`/papers/seed004`), so ``coef_`` is on the logit
     scale either way.
 
     Parameters
-    ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (2,), "auto" or None, default="auto"
+    ----------""" + _SHARED_PARAMS_DOC + """    classes : array-like of shape (n_classes,), "auto" or None, default="auto"
         The label set. An array is public. ``"auto"`` selects it privately
         (as in :class:`DPLogisticRegression`: needs ``delta > 0``, priced in
-        ``privacy_spent_``; more than 2 selected labels raise ``ValueError``).
-        ``None`` reads it from the data, with a
+        ``privacy_spent_``; the fit is planned and charged as a binary fit,
+        which costs what the one-vs-rest fit of any number of selected labels
+        costs). ``None`` reads it from the data, with a
         :class:`~skdp.PrivacyLeakWarning`, and ``privacy_spent_`` is then
         ``epsilon=inf``.
 
     Attributes
-    ----------""" + _SHARED_ATTRS_DOC + """    classes_ : ndarray of shape (2,)
+    ----------""" + _SHARED_ATTRS_DOC + """    classes_ : ndarray of shape (n_classes,)
+    multi_class_ : {"binary", "ovr"}
+        ``"ovr"`` with more than two classes: ``coef_`` is then
+        (n_classes, n_features) and ``intercept_`` (n_classes,), one binary
+        model per class, and ``support_`` is the union of the classes'
+        supports (each row of ``coef_`` has at most ``n_nonzero_coefs_``
+        non-zeros, so ``support_`` has at most ``n_classes * n_nonzero_coefs_``).
 
     See Also
     --------
@@ -433,6 +468,19 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     >>> print(clf.privacy_spent_)
     (epsilon=2, delta=1e-05) [replace_one]
     >>> len(clf.support_) <= 3
+    True
+
+    Three classes (one-vs-rest), the budget shared by the three fits:
+
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = MinMaxScaler((-1, 1)).fit_transform(X)  # public ranges in practice
+    >>> clf = DPSparseLogisticRegression(epsilon=2.0, n_nonzero_coefs=2, classes=[0, 1, 2],
+    ...                                  random_state=0).fit(X, y)
+    >>> clf.coef_.shape, int((clf.coef_ != 0).sum(axis=1).max()) <= 2
+    ((3, 4), True)
+    >>> bool(clf.privacy_spent_.epsilon <= 2.0)
     True
     """
 
@@ -480,8 +528,12 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     def _guaranteed_public(self):
         return self.classes is not None
 
+    def _public_n_classes(self):
+        classes = check_class_set(self)
+        return 2 if classes is None else classes.size  # "auto" plans as binary (the same price)
+
     def _check_params(self):
-        check_class_set(self, binary=True, why=_NO_MULTINOMIAL)
+        check_class_set(self)
         return super()._check_params()
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -502,15 +554,18 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         rng = fit_randomness(self)
-        selection = fit_classes(self, y, rng, binary=True, why=_NO_MULTINOMIAL)
-        y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
+        selection = fit_classes(self, y, rng)
+        if selection.classes.size == 2:
+            y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
+        else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
+            y_enc = ovr_targets(selection, y)
         self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active)
-        # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
-        self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
+        if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
+            self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
+        self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"
         return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True
-        tags.classifier_tags.multi_class = False
         return tags
