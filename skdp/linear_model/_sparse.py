@@ -8,12 +8,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_co
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import (append_intercept_column, bound_labels, check_label_bound, clip_features, private_clip_norm,
-                      public_label_range)
+from ..bounds import bound_labels, check_label_bound, clip_features, private_clip_norm, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
+from ._base import solver_budget
 from .._random import fit_randomness
 from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
                         class_selection_events, fit_classes, one_vs_rest, ovr_targets, zero_rows,
@@ -127,9 +127,18 @@ class _DPSparseBase(BaseEstimator):
                     "level is a share of the features)."
                 )
             n_features = int(self.n_nonzero_coefs)
-        budget, pre = self._budgets(solver, int(n_samples))
+        _, pre = self._budgets(solver, int(n_samples))
         problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
+        budget = self._solver_budget(solver, int(n_samples), int(n_features), pre)
         return pre + one_vs_rest(solver, self._public_n_classes(), pre, self.delta).plan(problem, budget)
+
+    def _solver_budget(self, solver, n, n_features, pre_events):
+        """The solver's target so that it and the private choices cost exactly ``(epsilon, delta)``
+        (:func:`skdp.linear_model._base.solver_budget`), found on the plan with a unit clip norm: every
+        noise scale is proportional to the clip norm, so the price does not depend on it, and the
+        ledger's charge and the fit find the same budget."""
+        return solver_budget(solver, self._problem(solver, n, n_features, clip=1.0), pre_events,
+                             self.epsilon, self.delta)
 
     def _guaranteed_public(self):
         return True
@@ -142,13 +151,13 @@ class _DPSparseBase(BaseEstimator):
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         n, d = X.shape
         K = float(self.feature_bound)
-        Xc, n_clipped = clip_features(X, K)
-        if self.fit_intercept:
-            Xc = append_intercept_column(Xc, K)
+        # one pass, one copy: the intercept column is appended while clipping
+        Xc, n_clipped = clip_features(X, K, intercept=K if self.fit_intercept else None)
         if active is not None:
             Xc = zero_rows(Xc, active)
         rng = fit_randomness(self) if rng is None else rng
-        budget, pre_events = self._budgets(solver, n)
+        _, pre_events = self._budgets(solver, n)
+        budget = self._solver_budget(solver, n, d, pre_events)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc)
         if solver.clip_order is not None:
             if self._auto_clip(solver):
