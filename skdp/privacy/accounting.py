@@ -252,6 +252,23 @@ def rdp_laplace_1d(orders, epsilon):
     return np.maximum(eps + inner / (a - 1), 0.0)
 
 
+def _log_pair_densities(x, q, z, relation):
+    """Log densities on ``x`` of the worst pair of one Poisson-subsampled Gaussian step (units of C).
+
+    ``replace_one``: ``(1-q) N(0, z^2) + q N(+-1, z^2)``; ``add_remove``: the ``+`` mixture against ``N(0, z^2)``.
+    """
+    inv2z2 = 1.0 / (2 * z * z)
+    base = -x * x * inv2z2 - math.log(z * math.sqrt(2 * math.pi))
+    log1mq = math.log1p(-q)
+    logq = math.log(q)
+    lp = base + np.logaddexp(log1mq, logq + (2 * x - 1) * inv2z2)
+    if relation == "replace_one":
+        lm = base + np.logaddexp(log1mq, logq + (-2 * x - 1) * inv2z2)
+    else:
+        lm = base
+    return lp, lm
+
+
 @lru_cache(maxsize=65536)
 def _poisson_rdp_one(alpha, q, z, relation):
     """One order of the Poisson-subsampled Gaussian RDP by 1-D quadrature.
@@ -270,15 +287,7 @@ def _poisson_rdp_one(alpha, q, z, relation):
     hi = 2 * (alpha - 1) + 12 * z + 3
     npts = int(min(max((hi - lo) / h, 2000), 400000)) | 1
     x, h = np.linspace(lo, hi, npts, retstep=True)
-    inv2z2 = 1.0 / (2 * z * z)
-    base = -x * x * inv2z2 - math.log(z * math.sqrt(2 * math.pi))
-    log1mq = math.log1p(-q)
-    logq = math.log(q)
-    lp = base + np.logaddexp(log1mq, logq + (2 * x - 1) * inv2z2)
-    if relation == "replace_one":
-        lm = base + np.logaddexp(log1mq, logq + (-2 * x - 1) * inv2z2)
-    else:
-        lm = base
+    lp, lm = _log_pair_densities(x, q, z, relation)
     logw = np.full(npts, math.log(h))
     logw[0] = logw[-1] = math.log(h / 2)
     val = special.logsumexp(alpha * lp + (1 - alpha) * lm + logw) / (alpha - 1)
@@ -286,10 +295,73 @@ def _poisson_rdp_one(alpha, q, z, relation):
 
 
 def rdp_poisson_gaussian(orders, sampling_rate, noise_multiplier, count=1, relation="replace_one"):
-    """RDP curve of ``count`` Poisson-subsampled Gaussian steps (fractional and integer orders)."""
+    """RDP curve of ``count`` Poisson-subsampled Gaussian steps (fractional and integer orders).
+
+    The reference quadrature (:func:`_poisson_rdp_one`, one fine grid per order); every epsilon that
+    :func:`price` reports for a Poisson-subsampled event is computed by it.
+    """
     q = float(sampling_rate)
     z = float(noise_multiplier)
     return count * np.array([_poisson_rdp_one(float(a), q, z, relation) for a in np.atleast_1d(orders)])
+
+
+#: Step of the shared grid of the fast curve, ``min(z, z^2) / _FAST_STEP_DIV``. The integrand is analytic:
+#: Gaussian of width ``z`` times ``log(1 - q + q e^((+-2x - 1)/(2 z^2)))`` terms whose nearest complex
+#: singularities lie ``pi z^2`` off the real axis, so the trapezoid error decays like
+#: ``exp(-2 pi^2 _FAST_STEP_DIV)`` -- far below round-off (checked against the reference in the tests).
+_FAST_STEP_DIV = 16.0
+_FAST_MAX_POINTS = 400_000
+_FAST_CHUNK = 4_000_000  # matrix elements per block (memory bound of the vectorised sum)
+
+
+@lru_cache(maxsize=1024)
+def _poisson_rdp_fast(orders, q, z, relation):
+    """The curve of :func:`_poisson_rdp_one` at ``orders`` (a tuple), from one shared grid (read-only array).
+
+    Used only to *search* (calibration's root finding, and which orders can be optimal); the
+    reported epsilon is re-evaluated by the reference quadrature. Same windows per order as the
+    reference (``[-12 z - 2, 2 (alpha - 1) + 12 z + 3]``), one grid of step ``min(z, z^2)/16`` for
+    all of them, and one matrix ``alpha * lp + (1 - alpha) * lm`` summed in log space.
+    Agrees with the reference to about 1e-12 relative in ``log A_alpha``.
+    """
+    a = np.asarray(orders, dtype=float)
+    if math.isinf(z):
+        out = np.zeros_like(a)
+    elif q == 1.0:
+        out = (2.0 * a / z**2) if relation == "replace_one" else a / (2 * z**2)
+    else:
+        lo = -12 * z - 2
+        ends = 2 * (a - 1) + 12 * z + 3
+        hi = float(ends.max())
+        h = min(z, z * z) / _FAST_STEP_DIV
+        npts = int(min(max((hi - lo) / h, 2000), _FAST_MAX_POINTS)) + 1
+        x, h = np.linspace(lo, hi, npts, retstep=True)
+        lp, lm = _log_pair_densities(x, q, z, relation)
+        d = lp - lm
+        stop = np.searchsorted(x, ends, side="right")
+        out = np.empty_like(a)
+        order = np.argsort(a)
+        i = 0
+        while i < a.size:  # blocks of orders whose windows are within a factor 2 of each other
+            j = i + 1
+            while (j < a.size and stop[order[j]] <= 2 * stop[order[i]]
+                   and (j - i + 1) * stop[order[j]] <= _FAST_CHUNK):
+                j += 1
+            idx = order[i:j]
+            k = int(stop[order[j - 1]])
+            m = lm[None, :k] + a[idx, None] * d[None, :k]
+            m[np.arange(k)[None, :] >= stop[idx, None]] = -np.inf
+            top = m.max(axis=1)  # finite: the first grid point is in every window
+            out[idx] = top + np.log(np.exp(m - top[:, None]).sum(axis=1)) + math.log(h)
+            i = j
+        out = np.maximum(out / (a - 1), 0.0)
+    out.setflags(write=False)
+    return out
+
+
+def _rdp_poisson_gaussian_fast(orders, sampling_rate, noise_multiplier, count=1, relation="replace_one"):
+    a = tuple(float(o) for o in np.atleast_1d(orders))
+    return count * _poisson_rdp_fast(a, float(sampling_rate), float(noise_multiplier), relation)
 
 
 def rdp_poisson_gaussian_add_remove_integer(alpha, q, z):
@@ -300,8 +372,12 @@ def rdp_poisson_gaussian_add_remove_integer(alpha, q, z):
     return float(special.logsumexp(terms) / (alpha - 1))
 
 
-def rdp_to_epsilon(orders, rdp, delta):
-    """(epsilon, best order) from an RDP curve (Canonne-Kamath-Steinke 2020, Prop. 12)."""
+def _order_epsilons(orders, rdp, delta, zero_margin=0.0):
+    """(orders used, epsilon at each of them) of the CKS20 Prop. 12 conversion.
+
+    ``zero_margin``: an absolute error allowance of ``rdp`` (a quadrature's round-off) that the
+    epsilon = 0 shortcut must survive; it decides the shortcut, never the epsilon value.
+    """
     orders = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)
     keep = orders > 1.01
@@ -310,9 +386,15 @@ def rdp_to_epsilon(orders, rdp, delta):
     with np.errstate(over="ignore", invalid="ignore"):
         eps = _rdp_conversion(orders, rdp, log_delta)
         # epsilon = 0 is exact when delta^2 + expm1(-r) > 0 (CKS20 Prop. 12).
-        zero = delta * delta + np.expm1(-rdp) > 0
+        zero = delta * delta + np.expm1(-(rdp + zero_margin)) > 0
     eps = np.where(zero, 0.0, eps)
     eps = np.where(np.isnan(eps), np.inf, eps)
+    return orders, eps
+
+
+def rdp_to_epsilon(orders, rdp, delta, zero_margin=0.0):
+    """(epsilon, best order) from an RDP curve (Canonne-Kamath-Steinke 2020, Prop. 12)."""
+    orders, eps = _order_epsilons(orders, rdp, delta, zero_margin)
     i = int(np.argmin(eps))
     return max(0.0, float(eps[i])), float(orders[i])
 
@@ -338,13 +420,14 @@ def _pure_eps(ev):
     return ev.epsilon
 
 
-def _rdp_curve(events, orders, relation):
+def _rdp_curve(events, orders, relation, fast=False):
     total = np.zeros_like(orders)
+    poisson = _rdp_poisson_gaussian_fast if fast else rdp_poisson_gaussian
     for ev in events:
         if isinstance(ev, GaussianEvent):
             total += rdp_gaussian(orders, ev.sensitivity, ev.sigma, ev.count)
         elif isinstance(ev, PoissonGaussianEvent):
-            total += rdp_poisson_gaussian(orders, ev.sampling_rate, ev.noise_multiplier, ev.count, relation)
+            total += poisson(orders, ev.sampling_rate, ev.noise_multiplier, ev.count, relation)
         elif isinstance(ev, _PURE_TYPES):
             if ev.one_dimensional_laplace:
                 total += ev.count * rdp_laplace_1d(orders, ev.epsilon)
@@ -359,22 +442,58 @@ def _rdp_curve(events, orders, relation):
     return total
 
 
-def _rdp_epsilon(events, delta, relation):
+#: Orders whose fast epsilon is within this (relative to 1 + epsilon) of the fast minimum are
+#: re-evaluated by the reference quadrature; the fast curve agrees with it to ~1e-12.
+_CANDIDATE_RTOL = 1e-6
+#: Round-off allowance of one step's quadrature r(alpha) near r = 0, where it matters (against the
+#: closed forms at alpha = 2, 3: |error| <= 1e-15; at alpha = 1.1 the reference quadrature returns
+#: 0 for a true r of 5.5e-15). Only gates the epsilon = 0 shortcut, never an epsilon value.
+_QUADRATURE_MARGIN = 2e-14
+
+
+def _rdp_epsilon(events, delta, relation, exact=True):
+    """RDP epsilon: the CKS20 conversion minimised over the orders (the grid extended at its edges).
+
+    With Poisson-subsampled events the per-order quadratures are the cost. The fast shared-grid
+    curve (:func:`_poisson_rdp_fast`) picks the orders that can be optimal; with ``exact`` those
+    (usually one) are re-evaluated by the reference quadrature and the reported value is the
+    smallest of them. A minimum over a subset of the orders is never below the minimum over all of
+    them, so this never reports less than the reference over the whole grid, and equals it whenever
+    the reference's best order is among the candidates (the tests check it is, on a grid of events).
+    ``exact=False`` (calibration's search only) returns the fast curve's value.
+    """
     has_sampled = any(isinstance(e, PoissonGaussianEvent) for e in events)
     orders = DEFAULT_RDP_ORDERS if not has_sampled else _SAMPLED_ORDERS
-    eps, order = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
+    fast = has_sampled and not exact
+    # The quadrature's r(alpha) carries round-off of up to ~1e-14 (absolute, per step); the epsilon = 0
+    # shortcut (r < ~delta^2) must not be decided by it (at delta = 1e-9, delta^2 = 1e-18 is below it).
+    margin = _QUADRATURE_MARGIN * sum(e.count for e in events if isinstance(e, PoissonGaussianEvent))
+
+    def curve(o):
+        return _rdp_curve(events, o, relation, fast=fast)
+
+    if has_sampled and exact:
+        kept, eps_fast = _order_epsilons(orders, _rdp_curve(events, orders, relation, fast=True), delta, margin)
+        best = float(np.min(eps_fast))
+        if math.isfinite(best):
+            candidates = kept[eps_fast <= best + _CANDIDATE_RTOL * (1.0 + best)]
+        else:
+            candidates = kept
+        eps, order = rdp_to_epsilon(candidates, curve(candidates), delta, margin)
+    else:
+        eps, order = rdp_to_epsilon(orders, curve(orders), delta, margin)
     # Extend the grid when the optimum sits on its edge (a grid-edge optimum is not the minimum).
     max_order = 2**16 if not has_sampled else 2**12
     while order == orders[-1] and orders[-1] < max_order and math.isfinite(eps):
         orders = np.array([orders[-1] * 1.5, orders[-1] * 2.0])
-        e2, o2 = rdp_to_epsilon(orders, _rdp_curve(events, orders, relation), delta)
+        e2, o2 = rdp_to_epsilon(orders, curve(orders), delta, margin)
         if e2 < eps:
             eps, order = e2, o2
         else:
             break
     if order == DEFAULT_RDP_ORDERS[0]:
         low = np.array([1.02, 1.03, 1.05, 1.075])
-        e2, o2 = rdp_to_epsilon(low, _rdp_curve(events, low, relation), delta)
+        e2, o2 = rdp_to_epsilon(low, curve(low), delta, margin)
         if e2 < eps:
             eps, order = e2, o2
     return eps, order
@@ -427,10 +546,31 @@ def price(events, delta, relation="replace_one"):
     delta = float(delta)
     if not 0 <= delta < 1:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
-    events = list(events)
+    events = tuple(events)
     for ev in events:
         if not supports(ev):
             raise PrivacyAccountingError(f"The accountant cannot price {ev!r}; refusing to guess.")
+    return _price_cached(events, delta, relation, True)
+
+
+def _price_cached(events, delta, relation, exact):
+    """:func:`_price` memoised on its (immutable, public) inputs: a fit plans twice (the ledger charge
+    and the fit) and calibration revisits the same events; the answer is a pure function of them."""
+    try:
+        hash(events)
+    except TypeError:  # pragma: no cover - an unhashable user subclass of an event
+        return _price(events, delta, relation, exact)
+    return _price_lru(events, delta, relation, exact)
+
+
+@lru_cache(maxsize=8192)
+def _price_lru(events, delta, relation, exact):
+    return _price(events, delta, relation, exact)
+
+
+def _price(events, delta, relation, exact=True):
+    """:func:`price` on validated events; ``exact=False`` prices Poisson-subsampled events with the fast
+    curve (calibration's search), never a reported value."""
 
     def report(eps, method, order=None, d=delta):
         return PrivacyReport(PrivacyBudget(max(0.0, eps), d, relation), method, order)
@@ -471,7 +611,7 @@ def price(events, delta, relation="replace_one"):
     candidates = []
     if all_pure:
         candidates.append((basic_eps, "basic", None))
-    eps_rdp, order = _rdp_epsilon(rest, delta_rest, relation)
+    eps_rdp, order = _rdp_epsilon(rest, delta_rest, relation, exact)
     candidates.append((eps_rdp, "rdp", order))
     rho = _zcdp_total(rest)
     if rho is not None:
@@ -573,9 +713,22 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
     ``make_events(p)`` must describe mechanisms whose privacy loss does not
     increase as ``p`` grows (``p`` a noise std, noise multiplier or Gumbel
     scale); :doc:`/user_guide/accounting` explains why all the events here are.
-    Bisection in ``log p`` on the same :func:`price` that prices the fit;
-    returns the private end of the final bracket, so the returned parameter
-    always satisfies the target.
+    The price is then non-increasing and continuous in ``p`` (a minimum over
+    orders and bounds of continuous monotone curves), so:
+
+    1. bracket ``[lo, hi]`` by factors of 4 from ``initial`` with
+       ``price(hi) <= epsilon < price(lo)``;
+    2. find the root in ``log p`` with Brent's method to ``1e-12`` relative (on the
+       fast shared-grid curve for Poisson-subsampled events, see :func:`_rdp_epsilon`);
+    3. step up to the private side with the reported :func:`price` itself: the returned
+       ``p`` always satisfies the target by the same computation that prices the fit,
+       and, where the price strictly decreases, ``p (1 - 1e-9)`` does not.
+
+    Parameters
+    ----------
+    rtol : float, default=1e-5
+        Accepted relative distance above the smallest feasible ``p``; an upper
+        bound only (the root is located to about 1e-12 whatever ``rtol`` is).
 
     Returns
     -------
@@ -584,33 +737,65 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
         The price at ``param``.
     """
     epsilon = float(epsilon)
+    memo = {}
 
-    def eps_of(p):
-        return price(make_events(p), delta, relation)
+    def events_of(p):
+        if p not in memo:
+            evs = tuple(make_events(p))
+            for ev in evs:
+                if not supports(ev):
+                    raise PrivacyAccountingError(f"The accountant cannot price {ev!r}; refusing to guess.")
+            memo[p] = evs
+        return memo[p]
+
+    def search_eps(p):  # the fast pricing: the same function up to ~1e-12, used to locate the root
+        return _price_cached(events_of(p), delta, relation, False).budget.epsilon
+
+    def exact(p):
+        return price(events_of(p), delta, relation)
 
     hi = float(initial)
-    rep_hi = eps_of(hi)
+    e_hi = search_eps(hi)
     steps = 0
-    while rep_hi.budget.epsilon > epsilon:
+    while e_hi > epsilon:
         hi *= 4.0
-        rep_hi = eps_of(hi)
+        e_hi = search_eps(hi)
         steps += 1
         if steps > max_steps:
             raise PrivacyAccountingError("Could not find enough noise to meet the privacy target.")
     lo = hi / 4.0
-    rep_lo = eps_of(lo)
-    while rep_lo.budget.epsilon <= epsilon:
-        hi, rep_hi = lo, rep_lo
+    e_lo = search_eps(lo)
+    while e_lo <= epsilon:
+        hi, e_hi = lo, e_lo
         lo = lo / 4.0
-        rep_lo = eps_of(lo)
+        e_lo = search_eps(lo)
         steps += 1
         if steps > max_steps:
-            return hi, rep_hi  # essentially no noise is needed
-    while hi / lo - 1 > rtol:
-        mid = math.sqrt(lo * hi)
-        rep_mid = eps_of(mid)
-        if rep_mid.budget.epsilon <= epsilon:
-            hi, rep_hi = mid, rep_mid
-        else:
-            lo = mid
-    return hi, rep_hi
+            return _private_side(exact, hi, epsilon)  # essentially no noise is needed
+    if e_hi == epsilon:
+        p = hi
+    else:
+        t_lo, t_hi = math.log(lo), math.log(hi)
+
+        def g(t):  # the bracket's ends are the points already priced (exp(log(p)) may differ from p)
+            p = lo if t == t_lo else hi if t == t_hi else math.exp(t)
+            return search_eps(p) - epsilon
+
+        t = optimize.brentq(g, t_lo, t_hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
+        p = lo if t == t_lo else hi if t == t_hi else min(max(math.exp(t), lo), hi)
+    return _private_side(exact, p, epsilon)
+
+
+def _private_side(exact, p, epsilon, max_tries=60):
+    """Smallest ``p * (1 + s)``, ``s`` in ``0, 1e-12, 4e-12, ...``, that the reported price puts at ``<= epsilon``."""
+    rep = exact(p)
+    step = 1e-12
+    tries = 0
+    while rep.budget.epsilon > epsilon:
+        tries += 1
+        if tries > max_tries:  # pragma: no cover - the price is monotone in p
+            raise PrivacyAccountingError("Calibration could not reach the privacy target.")
+        p = p * (1.0 + step)
+        step *= 4.0
+        rep = exact(p)
+    return p, rep
