@@ -696,8 +696,13 @@ def pipeline_privacy_spent(pipeline, delta=None):
     >>> X, y = rng.randn(500, 3), rng.randint(0, 2, 500)
     >>> model = DPLogisticRegression(epsilon=1.0, data_norm=3.0, classes=[0, 1])
     >>> leaky = make_pipeline(StandardScaler(), model).fit(X, y)
-    >>> pipeline_privacy_spent(leaky).epsilon   # the scaler's exact means are published
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     pipeline_privacy_spent(leaky).epsilon   # the scaler's exact means are published
     inf
+    >>> caught[0].category.__name__
+    'PrivacyLeakWarning'
     >>> X_public = rng.randn(100, 3)           # e.g. a public reference sample
     >>> honest = make_pipeline(FrozenEstimator(StandardScaler().fit(X_public)), model).fit(X, y)
     >>> pipeline_privacy_spent(honest).epsilon <= 1.0

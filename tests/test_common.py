@@ -9,6 +9,7 @@ estimator with a ``solver`` parameter is missing here.
 """
 
 import inspect
+import warnings
 
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -22,6 +23,7 @@ from skdp import (
     DPSparseLinearRegression,
     DPSparseLogisticRegression,
 )
+from skdp.exceptions import PrivacyLeakWarning
 from skdp.solvers import SOLVERS, estimator_solvers
 
 # The classifiers' default classes="auto" selects the label set privately: at epsilon=1 a label needs
@@ -93,7 +95,14 @@ def test_every_public_estimator_with_a_solver_is_checked():
 # documented ``poor_score`` tag, which exists for estimators like these.
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
-    check(estimator)
+    if getattr(estimator, "classes", "auto") is None:
+        # the label set read from the data on purpose (see _LABELS_FROM_DATA): that leak is
+        # warned, and only that one is allowed; every other PrivacyLeakWarning is an error
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="classes was not given", category=PrivacyLeakWarning)
+            check(estimator)
+    else:
+        check(estimator)
 
 
 @parametrize_with_checks(CLASSES_AUTO)
