@@ -12,7 +12,7 @@ from .._random import fit_randomness
 from .._release import _caller_stacklevel, class_selection_events, solve_and_release, zero_inactive_rows
 from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent, PoissonGaussianEvent, PrivacyBudget, price
+from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
@@ -73,10 +73,11 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
     basic-composition split ``epsilon - sum(pre)`` is feasible but leaves
     budget unspent (the accountant composes Gaussian and bounded-range
     events more tightly than by adding epsilons), so the solver's epsilon
-    is raised by bisection on the accountant's price of the whole plan.
-    Planning reads only public quantities, so the same budget is found
-    when charging a ledger and when fitting. Solvers whose plan is slow to
-    price (Poisson-subsampled steps) keep the basic split.
+    is raised on the accountant's price of the whole plan: a bracketed
+    false-position search (Illinois) that keeps a feasible end and returns
+    it, so the total never exceeds ``epsilon``. Planning reads only public
+    quantities, so the same budget is found when charging a ledger and
+    when fitting.
     """
     if not pre_events:
         return PrivacyBudget(epsilon, delta)
@@ -91,25 +92,39 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
         return basic
     view = public_view(problem)
 
-    def cost(eps):
+    def excess(eps):
         budget = PrivacyBudget(eps, delta - pre_delta)
-        return price(list(pre_events) + solver.plan(view, budget), delta).budget.epsilon, budget
+        return price(list(pre_events) + solver.plan(view, budget), delta).budget.epsilon - epsilon, budget
 
-    if any(isinstance(ev, PoissonGaussianEvent) for ev in solver.plan(view, basic)):
-        return basic
-    hi, best = epsilon, basic
-    if cost(lo)[0] > epsilon:
+    f_lo, best = excess(lo)
+    hi, f_hi = epsilon, None
+    if f_lo > 0:
         # the accountant can price the union above the parts' sum (e.g. many bounded-range
         # events priced by RDP): search below the basic split so the total never exceeds epsilon
-        lo, hi, best = 0.0, lo, None
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        spent, budget = cost(mid)
-        if spent <= epsilon:
-            lo, best = mid, budget
+        lo, hi, f_hi, best = 0.0, lo, f_lo, None
+        f_lo = -epsilon  # nothing released by the solver: the pre-events alone cost less than epsilon
+    else:
+        f_hi, _ = excess(hi)
+        if f_hi <= 0:  # the solver can take all of epsilon (pre-events free at this delta)
+            return excess(hi)[1]
+    side, best_excess = 0, (f_lo if best is not None else -math.inf)
+    for _ in range(60):
+        # false position, with the Illinois halving of the end that keeps being retained
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        f_x, budget = excess(x)
+        if f_x <= 0:
+            lo, f_lo, best, best_excess = x, f_x, budget, f_x
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
         else:
-            hi = mid
-        if hi - lo <= 1e-7 * epsilon and best is not None:
+            hi, f_hi = x, f_x
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        if hi - lo <= 1e-7 * epsilon or best_excess >= -1e-9 * epsilon:
             break
     if best is None:
         raise ValueError(f"The private bound selections leave no budget for the solver at epsilon={epsilon!r}; "
