@@ -102,7 +102,9 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
         # the accountant can price the union above the parts' sum (e.g. many bounded-range
         # events priced by RDP): search below the basic split so the total never exceeds epsilon
         lo, hi, f_hi, best = 0.0, lo, f_lo, None
-        f_lo = -epsilon  # nothing released by the solver: the pre-events alone cost less than epsilon
+        # an anchor for the interpolation only (the solver's share tends to 0, where the excess is
+        # price(pre) - epsilon < 0): feasibility is always decided by an evaluated price
+        f_lo = -epsilon
     else:
         f_hi, _ = excess(hi)
         if f_hi <= 0:  # the solver can take all of epsilon (pre-events free at this delta)
