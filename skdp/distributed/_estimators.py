@@ -13,7 +13,7 @@ from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
 from .._random import fit_randomness
-from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
+from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
                         ovr_budget, ovr_targets, release)
 from ..bounds import bound_features
 from ..privacy import (
@@ -312,10 +312,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """(sensitivity of the released average, noise scale, events, T); one-vs-rest for ``n_classes > 2``."""
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
-        # classes="auto": the label-set selection's (epsilon, delta) comes first (basic composition)
+        # classes="auto": the label-set selection comes first; the solver gets what basic composition leaves
         selection = class_selection_events(self, n)
-        eps = self.epsilon - sum(ev.epsilon for ev in selection)
-        delta = self.delta - sum(ev.delta for ev in selection)
+        eps, delta = basic_split(selection, self.epsilon, self.delta)
         if self._solver() == "mpc_grad_pert":
             if self.delta == 0:
                 raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "

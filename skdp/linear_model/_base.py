@@ -9,7 +9,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
-from .._release import _caller_stacklevel, class_selection_events, solve_and_release, zero_inactive_rows
+from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
+                        zero_inactive_rows)
 from ..bounds import bound_features, private_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
@@ -81,9 +82,8 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
     """
     if not pre_events:
         return PrivacyBudget(epsilon, delta)
-    pre_eps = sum(ev.count * ev.epsilon for ev in pre_events)
-    pre_delta = sum(getattr(ev, "delta", 0.0) * ev.count for ev in pre_events)
-    lo = epsilon - pre_eps
+    lo, solver_delta = basic_split(pre_events, epsilon, delta)
+    pre_delta = delta - solver_delta
     if not lo > 0:
         raise ValueError(f"The private bound selections use all of epsilon={epsilon!r}; "
                          "lower bound_budget_fraction or give the bounds.")

@@ -99,14 +99,15 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         clear, so there is no ``PrivacyLeakWarning``.
     classes : array-like, "auto" or None, default="auto"
         The set of class labels. An array is public: labels outside it raise
-        an error. ``"auto"`` selects the set privately by Laplace thresholding
-        of the label counts (:func:`skdp.privacy.private_label_set`,
-        replace-one calibration, needs ``delta > 0``) with at most a quarter of
-        ``epsilon`` and half of ``delta`` (less at large n; the solver gets the
-        rest); the selection is priced in ``privacy_spent_`` as an
-        ``ApproxDPEvent``. A label is kept almost surely once it has about
-        ``1 + (8 / epsilon)(ln(1 / delta) + 6.2)`` rows (about 140 at
-        ``(1, 1e-5)``; half of the labels with 93 rows are kept) and never when it is absent; rows whose label is not
+        an error. ``"auto"`` selects the set privately by Gaussian thresholding
+        of the label counts (:func:`skdp.privacy.label_set.private_label_set_gaussian`,
+        replace-one, needs ``delta > 0``), with noise that costs 0.15 of the
+        budget's zCDP ``rho`` and a tenth of ``delta`` (less at large n; the
+        solver gets the rest, composed by the accountant with the selection,
+        which is priced in ``privacy_spent_`` as a ``GaussianEvent`` plus an
+        ``ApproxDPEvent``). At ``(1, 1e-5)`` the threshold is 71 rows and a
+        label with 117 rows is kept with probability 0.999; a label absent
+        from ``y`` is never output. Rows whose label is not
         kept stay in the data (n is public) but contribute a constant to the
         loss. Fewer than 2 kept labels raise ``ValueError``. Pass the labels
         when they are public (they cost nothing). ``None`` reads the set from

@@ -15,7 +15,7 @@ from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from ._base import solver_budget
 from .._random import fit_randomness
-from .._release import (LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
+from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
                         class_selection_events, fit_classes, one_vs_rest, ovr_targets, zero_rows,
                         solve_and_release)
 
@@ -87,12 +87,10 @@ class _DPSparseBase(BaseEstimator):
     def _budgets(self, solver, n_samples=None):
         """(budget for the solver, events of the private clip-norm choice and label-set selection)."""
         selection = class_selection_events(self, n_samples) if hasattr(self, "classes") else []
-        eps_s = sum(ev.epsilon for ev in selection)
-        delta_s = sum(ev.delta for ev in selection)
         if not self._auto_clip(solver):
-            return PrivacyBudget(self.epsilon - eps_s, self.delta - delta_s), selection
-        eps_b = self.bound_budget_fraction * self.epsilon
-        return PrivacyBudget(self.epsilon - eps_b - eps_s, self.delta - delta_s), [BoundedRangeEvent(eps_b)] + selection
+            return PrivacyBudget(*basic_split(selection, self.epsilon, self.delta)), selection
+        pre = [BoundedRangeEvent(self.bound_budget_fraction * self.epsilon)] + selection
+        return PrivacyBudget(*basic_split(pre, self.epsilon, self.delta)), pre
 
     def _problem(self, solver, n, n_features, X=None, y=None, clip=None):
         p = n_features + bool(self.fit_intercept)

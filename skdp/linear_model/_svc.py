@@ -185,8 +185,11 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         return one_vs_rest(super()._resolve_solver(loss_name, shape), self._n_public_classes())
 
     def _solver_budget(self, solver, problem, pre_events):
-        if isinstance(solver, OneVsRest):  # the k fits are priced with the bound choices made before them
+        if isinstance(solver, OneVsRest):
+            # the k fits are priced with the bound choices made before them, at the binary fit's budget
+            # (what a fit whose label set is chosen in the fit was planned and charged as): never above it
             solver.price_with(pre_events, self.delta)
+            return super()._solver_budget(solver.solver, problem, pre_events)
         return super()._solver_budget(solver, problem, pre_events)
 
     def _public_spec(self, shape=None):

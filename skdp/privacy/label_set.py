@@ -25,6 +25,31 @@ The condition ``delta <= 1 - exp(-epsilon / 2)`` of the analysis is checked.
 It is priced as :class:`~skdp.privacy.events.ApproxDPEvent`
 ``(epsilon, delta)``, which the accountant composes with the rest of a fit by
 basic composition (the solver is calibrated to what is left).
+
+**Gaussian thresholding** (what the classifiers use): ``c + N(0, sigma^2) >
+tau`` with ``tau = 1 + sigma z`` and ``z = Phi^{-1}(1 - delta_sel)``. Under
+replace-one, call a label *common* when it is present in both neighbours;
+at most one label is present only in ``D`` (count 1) and at most one only in
+``D'``. Let ``E`` be the event that ``D``'s release holds no label
+absent from ``D'`` (and ``E'`` symmetrically): ``P[not E] = P[1 + N(0,
+sigma^2) > tau] = delta_sel``. Given ``E`` and ``E'`` both releases are the
+thresholded common-label counts, whose vectors differ by at most 1 in at most
+two labels: post-processing of a Gaussian release with L2 sensitivity
+``sqrt(2)``, and the labels' noises are independent, so conditioning changes
+nothing else. Hence for every set ``S`` of outcomes of the selection and of
+everything fitted after it (adaptively, on the released set)
+``P_D[S] <= P_D[S | E] + delta_sel`` and
+``P_D'[S | E'] <= P_D'[S] / (1 - delta_sel)``: the whole fit is
+``(epsilon' + ln(1/(1 - delta_sel)), delta' + delta_sel)``-DP where
+``(epsilon', delta')`` is the accountant's price of the composition with a
+``GaussianEvent(sqrt(2), sigma)`` in the selection's place (the decomposition
+of approximate zCDP, Bun and Steinke 2016, Definition 8.1). So the selection is
+priced as that ``GaussianEvent`` plus ``ApproxDPEvent(ln(1/(1 - delta_sel)),
+delta_sel)``, which the accountant composes exactly as this argument does
+(the rest at ``delta - delta_sel``, then the two added). Unlike the Laplace
+version, its cost composes with the Gaussian solvers by GDP / RDP rather
+than by adding epsilons: at (1, 1e-5) the solver keeps about 0.9 of the
+noise budget instead of 0.75 of epsilon.
 """
 
 import math
@@ -32,10 +57,12 @@ import math
 import numpy as np
 from scipy import stats
 
-from .events import ApproxDPEvent
-from .mechanisms import laplace_noise
+from .events import ApproxDPEvent, GaussianEvent
+from .mechanisms import gaussian_noise, laplace_noise
 
-__all__ = ["private_label_set", "label_set_threshold", "label_set_delta", "laplace_keep_probability"]
+__all__ = ["private_label_set", "label_set_threshold", "label_set_delta", "laplace_keep_probability",
+           "gaussian_label_set_threshold", "gaussian_keep_probability", "gaussian_label_set_events",
+           "private_label_set_gaussian"]
 
 
 def label_set_threshold(epsilon, delta):
@@ -147,3 +174,77 @@ def private_label_set(y, epsilon, delta, rng):
     labels, counts = np.unique(np.asarray(y), return_counts=True)
     noisy = counts + laplace_noise(rng, b, labels.size)
     return labels[noisy > tau], ApproxDPEvent(float(epsilon), float(delta))
+
+
+def gaussian_label_set_threshold(sigma, delta):
+    """Threshold ``tau = 1 + sigma Phi^{-1}(1 - delta)`` of the Gaussian label-set selection.
+
+    A label carried by one row is released with probability exactly ``delta``.
+
+    Examples
+    --------
+    >>> round(gaussian_label_set_threshold(15.0, 1e-6), 4)
+    72.3014
+    """
+    sigma, delta = float(sigma), float(delta)
+    if not (sigma > 0 and math.isfinite(sigma)):
+        raise ValueError(f"The label-set selection needs a finite noise scale sigma > 0, got {sigma!r}.")
+    if not 0 < delta < 1:
+        raise ValueError(f"The label-set selection needs delta in (0, 1) (a label seen once must have a "
+                         f"positive chance of being released), got {delta!r}.")
+    return 1.0 + sigma * float(stats.norm.isf(delta))
+
+
+def gaussian_keep_probability(counts, sigma, tau):
+    """``(P[keep], P[drop])`` of labels with these counts: ``P[c + N(0, sigma^2) > tau]``; 0 for ``c = 0``."""
+    c = np.asarray(counts, dtype=float)
+    keep = np.where(c > 0, stats.norm.sf(tau - c, scale=sigma), 0.0)
+    drop = np.where(c > 0, stats.norm.cdf(tau - c, scale=sigma), 1.0)
+    return keep, drop
+
+
+def gaussian_label_set_events(sigma, delta):
+    """The events the Gaussian label-set selection is priced as (module docstring).
+
+    ``[GaussianEvent(sqrt(2), sigma), ApproxDPEvent(ln(1/(1 - delta)), delta)]``:
+    replace-one moves two counts by one (L2 sensitivity ``sqrt(2)``), and a
+    label present in one neighbour only is released with probability ``delta``.
+    """
+    delta = float(delta)
+    return [GaussianEvent(math.sqrt(2.0), float(sigma)), ApproxDPEvent(-math.log1p(-delta), delta)]
+
+
+def private_label_set_gaussian(y, sigma, delta, rng):
+    """Release the labels of ``y`` whose count plus ``N(0, sigma^2)`` clears ``1 + sigma Phi^{-1}(1 - delta)``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        One label per row (any sortable labels).
+    sigma : float
+        Standard deviation of the noise added to every present label's count.
+    delta : float
+        Probability that a label carried by a single row is released.
+    rng : numpy RandomState / Generator
+        The fit's generator; the draws are made by
+        :func:`skdp.privacy.mechanisms.gaussian_noise`.
+
+    Returns
+    -------
+    labels : ndarray
+        The kept labels, sorted (a public order; noisy counts are not released).
+    events : list
+        :func:`gaussian_label_set_events` ``(sigma, delta)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.repeat(["cat", "dog", "eel"], [500, 400, 1])
+    >>> labels, events = private_label_set_gaussian(y, 10.0, 1e-6, np.random.RandomState(0))
+    >>> labels.tolist()
+    ['cat', 'dog']
+    """
+    tau = gaussian_label_set_threshold(sigma, delta)
+    labels, counts = np.unique(np.asarray(y), return_counts=True)
+    noisy = counts + gaussian_noise(rng, sigma, labels.size)
+    return labels[noisy > tau], gaussian_label_set_events(sigma, delta)
