@@ -340,6 +340,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         cands = self._candidates()
         # shape checks only (the candidates validate the values): a clear error before any split
         check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
+        if not is_classifier(self.estimator) and np.asarray(y).ndim != 1:
+            # the private selection scores one target against one public label range
+            raise ValueError(f"DPGridSearchCV selects a regressor on one target: y must be 1-D, got shape "
+                             f"{np.asarray(y).shape} (fit one search per target).")
         n = _num_samples(X)
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:
