@@ -90,6 +90,21 @@ def test_multi_output_tags():
         assert not DPRidge(solver=solver).__sklearn_tags__().target_tags.multi_output
 
 
+@pytest.mark.parametrize("label_bound, expected", [
+    (2.0, [[-2.0, 2.0]] * 3),
+    ((-1.0, 3.0), [[-1.0, 3.0]] * 3),  # a tuple: one range for every target
+    ([1.0, 2.0, 3.0], [[-1.0, 1.0], [-2.0, 2.0], [-3.0, 3.0]]),  # one bound per target
+    (np.array([[0.0, 1.0], [-2.0, 0.0], [1.0, 5.0]]), [[0.0, 1.0], [-2.0, 0.0], [1.0, 5.0]]),
+])
+def test_per_target_label_bounds(label_bound, expected):
+    X, Y = _data(k=3)
+    est = DPRidge(solver="adassp", data_norm=2.0, label_bound=label_bound, random_state=0).fit(X, Y)
+    np.testing.assert_allclose(est.label_bound_, expected)
+    # each target is clipped to its own range, so the noise is relative to each target's width:
+    # the solver sees every target in [-1, 1], and the joint bound is sqrt(3) whatever the widths
+    assert est.privacy_events_[2].sensitivity == pytest.approx(2 * 2.0 * math.sqrt(3))
+
+
 # ---------------------------------------------------------------------------------------------------
 # accuracy in the noiseless limit
 # ---------------------------------------------------------------------------------------------------
@@ -107,7 +122,7 @@ def test_two_targets_approach_sklearn_dp_gd():
     X, Y = _data(n=500)
     Y = Y - Y.mean(axis=0)
     alpha = 0.01
-    est = DPRidge(epsilon=1e7, solver="dp_gd", alpha=alpha, data_norm=3.0, label_bound=(6.0, 8.0),
+    est = DPRidge(epsilon=1e7, solver="dp_gd", alpha=alpha, data_norm=3.0, label_bound=[6.0, 8.0],
                   fit_intercept=False, max_iter=400, random_state=0).fit(X, Y)
     ref = Ridge(alpha=alpha * X.shape[0], fit_intercept=False).fit(X, Y)
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=2e-3)

@@ -2,7 +2,7 @@
 
 import math
 from contextlib import contextmanager
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
@@ -41,6 +41,23 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     ``epsilon=inf``), except ``coef_norm``, whose default
     ``label_bound / sqrt(alpha)`` is data-independent and contains the
     non-private ridge solution.
+
+    **Several targets.** A ``y`` of shape ``(n_samples, n_targets)`` is fitted
+    as one release (``n_targets`` is public, like ``n_samples``), by the
+    solvers whose proof covers it (``adassp``, ``dp_gd``, ``dp_svrg``,
+    ``dp_svrg_pp``, ``output_pert``, ``dp_lssgd``, ``rrpsgd``, ``dp_srm``,
+    and so every solver ``"auto"`` picks); the others raise ``ValueError``
+    before the data is read. Each target is clipped to its own range and
+    divided by its half-width ``B_j``, so a row's label vector has norm at
+    most ``sqrt(n_targets)``, and that one bound enters every sensitivity:
+    ``adassp`` releases ``X^T Y`` once, with replace-one Frobenius sensitivity
+    ``2 K sqrt(n_targets)`` (in these units), and one ``X^T X`` shared by all
+    targets; the gradient solvers clip each example's ``(p, n_targets)``
+    gradient jointly, in Frobenius norm, to ``K sqrt(n_targets)``. The
+    accountant prices the release as for one target, so ``privacy_spent_`` is
+    the same ``(epsilon, delta)``; the noise on each target grows like
+    ``sqrt(n_targets)``. A column vector (``n_targets = 1``) releases exactly
+    what the 1-D ``y`` does.
 
     Parameters
     ----------
@@ -100,8 +117,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         selection may land far from the data; give public bounds). The solver is then calibrated so that the accountant's price of
         everything is ``epsilon``. No data-derived bound is read in the clear,
         so there is no ``PrivacyLeakWarning``.
-    label_bound : float, (low, high), "auto" or None, default="auto"
-        Label range: ``B`` means ``[-B, B]``. ``"auto"`` chooses it privately
+    label_bound : float, (low, high), array-like, "auto" or None, default="auto"
+        Label range: ``B`` means ``[-B, B]``. With several targets, ``B`` and
+        a tuple ``(low, high)`` apply to every target, an array of
+        ``n_targets`` positive numbers gives each target its ``B_j``, and an
+        array of shape ``(n_targets, 2)`` its ``(low_j, high_j)``.
+        ``"auto"`` chooses it privately (per target)
         with two exponential-mechanism selections paid from
         ``bound_budget_fraction`` (median label, then median absolute
         deviation; range = median +- 2.5 MAD: on diabetes at epsilon = 1,
@@ -112,7 +133,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         priori there. ``None`` reads it from the data and voids the guarantee.
     coef_norm : float or None, default=None
         Radius ``M`` of the coefficient ball. ``None``: ``B/sqrt(alpha)``
-        where ``B`` is the (centred) label bound. The constrained solvers use
+        where ``B`` is the (centred) label bound. With several targets each
+        target has its radius ``M_j`` (``coef_norm``, or ``B_j/sqrt(alpha)``)
+        and the solver's ball is ``sum_j ||w_j||^2 / B_j^2 <= sum_j M_j^2 / B_j^2``. The constrained solvers use
         it as the radius of their ball in their own norm (L1 for
         ``noisy_sfw`` / ``dp_accmd``, l_p for ``noisy_sfw_lp``; see
         :class:`DPLasso` for an L1-constrained model with a coordinate bound).
@@ -130,8 +153,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        As scikit-learn's ``Ridge``: ``(n_features,)`` for a 1-D ``y`` and for
+        ``y`` of shape ``(n_samples, 1)``.
+    intercept_ : float or ndarray of shape (n_targets,)
+        A float for a 1-D ``y``; for a 2-D ``y`` an array of shape
+        ``(n_targets,)``, or ``0.0`` when ``fit_intercept=False`` (as ``Ridge``).
     n_iter_ : int
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
@@ -144,10 +171,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     noise_scale_ : float
     accountant_ : str
     data_norm_ : float
-    label_bound_ : tuple of float
-        ``(low, high)`` used for clipping.
-    coef_norm_ : float or None
-        The coefficient ball's radius, ``None`` for ``adassp`` (no ball).
+    label_bound_ : tuple of float or ndarray of shape (n_targets, 2)
+        ``(low, high)`` used for clipping; one row per target for a 2-D ``y``.
+    coef_norm_ : float, ndarray of shape (n_targets,) or None
+        The coefficient ball's radius (per target for a 2-D ``y``), ``None``
+        for ``adassp`` (no ball).
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -181,6 +209,18 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     >>> print(reg.privacy_spent_, reg.solver_)
     (epsilon=1, delta=1e-05) [replace_one] adassp
     >>> bool(reg.score(X, y) > 0.8)
+    True
+
+    Two targets, one release at the same budget:
+
+    >>> Y = np.column_stack([y, X @ [0.5, 0.5, -1.0]])
+    >>> reg = DPRidge(epsilon=1.0, data_norm=2.0, label_bound=[2.0, 2.0],
+    ...               random_state=0).fit(X, Y)
+    >>> reg.coef_.shape, reg.intercept_.shape
+    ((2, 3), (2,))
+    >>> print(reg.privacy_spent_)
+    (epsilon=1, delta=1e-05) [replace_one]
+    >>> bool(reg.score(X, Y) > 0.5)
     True
     """
 
@@ -365,11 +405,17 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         As :meth:`DPLinearModel.planned_events`; ``n_targets`` is the number of
         columns of a 2-D ``y`` (``None``: a 1-D ``y``), public like ``n``.
         """
-        if n_targets is not None and (isinstance(n_targets, bool) or int(n_targets) != n_targets
+        if n_targets is not None and (isinstance(n_targets, bool) or not isinstance(n_targets, Integral)
                                       or n_targets < 1):
             raise ValueError(f"n_targets must be a positive integer or None, got {n_targets!r}.")
+        if n_targets == 1 and not self._fits_jointly():
+            n_targets = None  # a column vector is raveled, as in fit
         with self._targets(None if n_targets is None else int(n_targets)):
             return super().planned_events(n_samples, n_features)
+
+    def _fits_jointly(self):
+        """Whether the solver fits a 2-D ``y`` jointly (every solver ``"auto"`` picks does)."""
+        return self.solver == "auto" or bool(getattr(SOLVERS.get(self.solver), "multi_output", False))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, privacy_ledger=None):
@@ -455,8 +501,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         # R^2 > 0.5 on make_regression(n=200) is not guaranteed at epsilon=1
         tags.regressor_tags.poor_score = True
         # a 2-D y is fitted jointly by every solver "auto" picks and by the solvers that say so
-        solver = SOLVERS.get(self.solver)
-        tags.target_tags.multi_output = self.solver == "auto" or bool(getattr(solver, "multi_output", False))
+        tags.target_tags.multi_output = self._fits_jointly()
         tags.target_tags.single_output = True
         return tags
 
