@@ -286,3 +286,23 @@ def test_caller_arrays_are_not_modified():
         DPRidge(data_norm=0.5, label_bound=[0.5, 0.5], random_state=0).fit(X, Y)
     np.testing.assert_array_equal(X, Xc)
     np.testing.assert_array_equal(Y, Yc)
+
+
+def test_search_privacy_cost_prices_the_multi_output_fits_it_runs():
+    """A plain GridSearchCV over multi-output DPRidge: the cost is the price of the fits actually run."""
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    from skdp.model_selection import search_privacy_cost
+
+    X, Y = _data(n=1400, k=3)  # folds of 700 rows: enough for 1 + 6 selections at epsilon = 1
+    base = DPRidge(solver="adassp")  # data_norm and label_bound "auto": 1 + 2 selections per target
+    search = GridSearchCV(base, {"alpha": [0.0, 0.1]}, cv=KFold(2))
+    cost = search_privacy_cost(search, X, Y)
+    events = []
+    for alpha in (0.0, 0.1):
+        for train, _ in KFold(2).split(X):
+            events += clone(base).set_params(alpha=alpha).fit(X[train], Y[train]).privacy_events_
+    refits = [price(events + clone(base).set_params(alpha=a).fit(X, Y).privacy_events_, 1e-5).budget.epsilon
+              for a in (0.0, 0.1)]
+    assert cost.epsilon == pytest.approx(max(refits), rel=1e-9)
