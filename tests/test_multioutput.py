@@ -14,7 +14,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.linear_model import Ridge
 from sklearn.utils.estimator_checks import check_regressor_multioutput, check_supervised_y_2d
 
-from skdp import DPRidge, PrivacyLedger
+from skdp import DPRidge, PrivacyLedger, list_solvers
 from skdp.model_selection import DPGridSearchCV
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, price
 from skdp.privacy.mechanisms import record_draws
@@ -88,6 +88,11 @@ def test_multi_output_tags():
         assert DPRidge(solver=solver).__sklearn_tags__().target_tags.multi_output
     for solver in ("obj_pert", "noisy_sfw", "noisy_sgd", "phased_sgd"):
         assert not DPRidge(solver=solver).__sklearn_tags__().target_tags.multi_output
+    # the solver table says the same
+    for row in list_solvers(DPRidge):
+        assert row["multi_output"] == DPRidge(solver=row["solver"]).__sklearn_tags__().target_tags.multi_output
+    assert {r["solver"] for r in list_solvers(DPRidge) if r["multi_output"]} == {
+        "adassp", "dp_gd", "dp_svrg", "dp_svrg_pp", "output_pert", "dp_lssgd", "rrpsgd", "dp_srm"}
 
 
 @pytest.mark.parametrize("label_bound, expected", [
