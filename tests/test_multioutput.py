@@ -196,6 +196,16 @@ def test_dp_gd_clips_the_joint_gradient():
     assert ev.sensitivity == pytest.approx(math.sqrt(3) * ev1.sensitivity)
     assert ev.count == ev1.count == 5
     assert est.privacy_spent_.epsilon == pytest.approx(single.privacy_spent_.epsilon)
+    # Y = [y, y]: the same data twice is sqrt(2) times the sensitivity and the noise, at the same price
+    twice = DPRidge(solver="dp_gd", data_norm=K, label_bound=1.0, fit_intercept=False, max_iter=5, random_state=0)
+    with record_draws() as draws:
+        twice.fit(X, np.column_stack([Y[:, 0], Y[:, 0]]))
+    (ev2,) = twice.privacy_events_
+    assert ev2.sensitivity == pytest.approx(math.sqrt(2) * ev1.sensitivity)
+    assert twice.noise_scale_ == pytest.approx(math.sqrt(2) * single.noise_scale_) == ev2.sigma
+    assert twice.privacy_spent_.epsilon == pytest.approx(single.privacy_spent_.epsilon)
+    # every step drew one (p, 2) noise matrix at the priced std
+    assert [(d.kind, d.scale, d.size) for d in draws] == [("gaussian", ev2.sigma, X.shape[1] * 2)] * ev2.count
 
 
 def test_auto_label_bounds_are_chosen_per_target_and_paid():
