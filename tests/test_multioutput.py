@@ -321,3 +321,15 @@ def test_search_privacy_cost_prices_the_multi_output_fits_it_runs():
     refits = [price(events + clone(base).set_params(alpha=a).fit(X, Y).privacy_events_, 1e-5).budget.epsilon
               for a in (0.0, 0.1)]
     assert cost.epsilon == pytest.approx(max(refits), rel=1e-9)
+
+
+def test_label_bound_read_from_the_data_voids_the_guarantee():
+    from skdp import PrivacyLeakWarning
+
+    X, Y = _data(k=2)
+    est = DPRidge(data_norm=2.0, label_bound=None, random_state=0)
+    with pytest.warns(PrivacyLeakWarning, match="label_bound was not given"):
+        est.fit(X, Y)
+    assert math.isinf(est.privacy_spent_.epsilon)
+    assert est.planned_events(*X.shape, n_targets=2) is None
+    np.testing.assert_allclose(est.label_bound_, np.column_stack([Y.min(axis=0), Y.max(axis=0)]))
