@@ -315,8 +315,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             ok = sorted(n for n, s in SOLVERS.items() if s.multi_output and n in _RIDGE_SOLVER.options)
             raise ValueError(
                 f"solver {solver.name!r} does not support multi-output y (y has {self._n_targets} targets): its "
-                f"proof covers one target. Fit one DPRidge per target (their budgets add up), or use one of "
-                f"{ok}."
+                f"proof covers one target. Fit one DPRidge per target (the fits compose; a PrivacyLedger prices "
+                f"them together), or use one of {ok}."
             )
 
     def _alpha_for(self, solver, n_samples=None):
