@@ -333,3 +333,22 @@ def test_label_bound_read_from_the_data_voids_the_guarantee():
     assert math.isinf(est.privacy_spent_.epsilon)
     assert est.planned_events(*X.shape, n_targets=2) is None
     np.testing.assert_allclose(est.label_bound_, np.column_stack([Y.min(axis=0), Y.max(axis=0)]))
+
+
+def test_a_solver_that_drops_targets_is_caught(monkeypatch):
+    """The estimator checks the solver's coefficient shape: a merge or a new solver that fits only the
+    first column of a 2-D y fails loudly instead of broadcasting one target's coefficients."""
+    from skdp.solvers import SOLVERS
+
+    solver = SOLVERS["adassp"]
+    run = type(solver).run
+
+    def first_target_only(self, problem, plan, rng):
+        result = run(self, problem, plan, rng)
+        result.coef = result.coef[:, 0]
+        return result
+
+    monkeypatch.setattr(type(solver), "run", first_target_only)
+    X, Y = _data(k=2)
+    with pytest.raises(RuntimeError, match="returned coefficients of shape"):
+        DPRidge(solver="adassp", data_norm=2.0, label_bound=5.0, random_state=0).fit(X, Y)

@@ -480,6 +480,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             coef_norm=radius, data_derived=any(c[4] for c in columns), clip_norm="initial", rng=rng,
             pre_events=pre_events,
         )
+        expected = (X.shape[1] + int(self.fit_intercept),) + (() if k == 1 else (k,))
+        if np.shape(coef) != expected:  # a solver that took a (n, k) y for one target must not pass silently
+            raise RuntimeError(f"solver {solver.name!r} returned coefficients of shape {np.shape(coef)} for "
+                               f"{k} target(s); expected {expected}.")
         coef_, intercept_ = self._split_coef(coef * bound)
         intercept_ = intercept_ + centre
         if self._n_targets is None:
