@@ -44,6 +44,7 @@ __all__ = [
     "CoordinateClippedDesign",
     "clipped_design",
     "check_label_bound",
+    "target_label_bounds",
 ]
 
 
@@ -345,6 +346,41 @@ def check_label_bound(label_bound):
         raise ValueError(
             f"label_bound must be a positive number B or a pair (low, high) with low < high, got {lb!r}."
         )
+
+
+def target_label_bounds(label_bound, n_targets):
+    """The label bound of each of ``n_targets`` regression targets (``y`` of shape ``(n, n_targets)``), checked.
+
+    ``label_bound`` is ``None`` or ``"auto"`` (for every target), a number
+    ``B > 0`` (every target in ``[-B, B]``), a tuple ``(low, high)`` (every
+    target in ``[low, high]``), any other 1-D array-like of ``n_targets``
+    positive numbers (target ``j`` in ``[-B_j, B_j]``), or a 2-D array-like
+    of shape ``(n_targets, 2)`` (target ``j`` in ``[low_j, high_j]``).
+    Returns a list of ``n_targets`` bounds, each in the form
+    :func:`bound_labels` takes; raises ``ValueError`` naming ``label_bound``
+    otherwise. Reads no data (``n_targets`` is public, like ``n``).
+    """
+    k = int(n_targets)
+    lb = label_bound
+    if lb is None or isinstance(lb, str):
+        return [lb] * k
+    if isinstance(lb, tuple) and len(lb) == 2 and all(np.ndim(v) == 0 for v in lb):
+        check_label_bound(lb)
+        return [tuple(float(v) for v in lb)] * k
+    expected = (f"label_bound for a y with {k} target(s) must be a positive number, a tuple (low, high) for every "
+                f"target, an array of {k} positive bounds (one per target), or an array of shape ({k}, 2) of "
+                "ranges (low, high) with low < high")
+    try:
+        arr = np.asarray(lb, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{expected}; got {lb!r}.") from None
+    if arr.ndim == 0 and math.isfinite(arr) and arr > 0:
+        return [float(arr)] * k
+    if arr.ndim == 1 and arr.shape == (k,) and np.all(np.isfinite(arr)) and np.all(arr > 0):
+        return [float(b) for b in arr]
+    if arr.ndim == 2 and arr.shape == (k, 2) and np.all(np.isfinite(arr)) and np.all(arr[:, 0] < arr[:, 1]):
+        return [(float(lo), float(hi)) for lo, hi in arr]
+    raise ValueError(f"{expected}; got {lb!r}.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -278,3 +278,74 @@ def test_matrix_size():
     """The size reported in the closing note (cases x estimators)."""
     n_data = len(DATA_CASES) * len(ESTIMATORS)
     assert n_data == 14 * 10 and len(PARAM_CASES) > 150
+
+
+# --- multi-output DPRidge: bad per-target bounds, bad 2-D targets, single-target solvers --------------------
+def _two_targets(n=30, seed=0):
+    X, y = _data(DPRidge(), n=n, seed=seed)
+    return X, np.column_stack([y, 2.0 * y])
+
+
+MULTI_OUTPUT_PARAM_CASES = [
+    ("label_bound of the wrong length", {"label_bound": [1.0, 2.0, 3.0]}, "label_bound"),
+    ("one bound for two targets in a list", {"label_bound": [1.0]}, "label_bound"),
+    ("negative per-target bound", {"label_bound": [1.0, -2.0]}, "label_bound"),
+    ("zero per-target bound", {"label_bound": [0.0, 1.0]}, "label_bound"),
+    ("NaN per-target bound", {"label_bound": [1.0, np.nan]}, "label_bound"),
+    ("infinite per-target bound", {"label_bound": [1.0, np.inf]}, "label_bound"),
+    ("per-target range with low >= high", {"label_bound": [[1.0, 0.0], [0.0, 1.0]]}, "label_bound"),
+    ("per-target ranges of the wrong shape", {"label_bound": [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]}, "label_bound"),
+    ("ranges for three targets", {"label_bound": [[0.0, 1.0]] * 3}, "label_bound"),
+    ("3-D label_bound", {"label_bound": np.ones((2, 2, 1))}, "label_bound"),
+    ("string bounds", {"label_bound": ["a", "b"]}, "label_bound"),
+    ("shared range with low >= high", {"label_bound": (2.0, 1.0)}, "label_bound"),
+    ("a solver that fits one target", {"solver": "noisy_sfw", "coef_norm": 1.0}, "noisy_sfw.*multi-output"),
+    ("objective perturbation", {"solver": "obj_pert"}, "obj_pert.*multi-output"),
+]
+
+
+@pytest.mark.parametrize("case", MULTI_OUTPUT_PARAM_CASES, ids=[c[0] for c in MULTI_OUTPUT_PARAM_CASES])
+def test_multi_output_bad_parameters_are_refused_before_the_data(case):
+    from skdp import PrivacyLedger
+
+    _, params, match = case
+    X, Y = _two_targets()
+    ledger = PrivacyLedger(1.0, 1e-5)
+    est = clone(ESTIMATORS["DPRidge"]).set_params(**params)
+    with pytest.raises(ValueError, match=match):
+        _call_and_check_untouched(lambda: est.fit(X, Y, privacy_ledger=ledger), X, Y)
+    assert ledger.n_fits == 0  # refused before the fit was charged, i.e. before any row was read
+    with pytest.raises(ValueError, match=match):
+        est.planned_events(*X.shape, n_targets=2)
+
+
+def _y_nan_2d(_):
+    X, Y = _two_targets()
+    Y[3, 1] = np.nan
+    return X, Y
+
+
+MULTI_OUTPUT_DATA_CASES = [
+    ("2-D y with NaN", _y_nan_2d, "NaN"),
+    ("2-D y with infinity", lambda _: (_two_targets()[0], np.where(np.eye(30, 2) > 0, np.inf, _two_targets()[1])),
+     "infinity|inf"),
+    ("3-D y", lambda _: (_two_targets()[0], _two_targets()[1][:, :, None]), "y|dim|shape"),
+    ("2-D y with no column", lambda _: (_two_targets()[0], _two_targets()[1][:, :0]), "y|shape"),
+    ("2-D y with one row less", lambda _: (_two_targets()[0], _two_targets()[1][:-1]), "inconsistent numbers"),
+    ("2-D string y", lambda _: (_two_targets()[0], np.full((30, 2), "a", dtype=object)), "numeric|convert|float"),
+]
+
+
+@pytest.mark.parametrize("case", MULTI_OUTPUT_DATA_CASES, ids=[c[0] for c in MULTI_OUTPUT_DATA_CASES])
+def test_multi_output_bad_targets(case):
+    _, build, match = case
+    X, Y = build(None)
+    est = clone(ESTIMATORS["DPRidge"])
+    with pytest.raises(ValueError, match=match):
+        _call_and_check_untouched(lambda: est.fit(X, Y), X, Y)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "2", "two"])
+def test_planned_events_bad_n_targets(value):
+    with pytest.raises((ValueError, TypeError), match="n_targets"):
+        clone(ESTIMATORS["DPRidge"]).planned_events(30, 3, n_targets=value)

@@ -1,16 +1,17 @@
 """DPRidge."""
 
 import math
-from numbers import Real
+from contextlib import contextmanager
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range
+from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range, target_label_bounds
 from ..losses import SquaredLoss
-from ..solvers import SolverChoice
+from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
@@ -40,6 +41,23 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     ``epsilon=inf``), except ``coef_norm``, whose default
     ``label_bound / sqrt(alpha)`` is data-independent and contains the
     non-private ridge solution.
+
+    **Several targets.** A ``y`` of shape ``(n_samples, n_targets)`` is fitted
+    as one release (``n_targets`` is public, like ``n_samples``), by the
+    solvers whose proof covers it (``adassp``, ``dp_gd``, ``dp_svrg``,
+    ``dp_svrg_pp``, ``output_pert``, ``dp_lssgd``, ``rrpsgd``, ``dp_srm``,
+    and so every solver ``"auto"`` picks); the others raise ``ValueError``
+    before the data is read. Each target is clipped to its own range and
+    divided by its half-width ``B_j``, so a row's label vector has norm at
+    most ``sqrt(n_targets)``, and that one bound enters every sensitivity:
+    ``adassp`` releases ``X^T Y`` once, with replace-one Frobenius sensitivity
+    ``2 K sqrt(n_targets)`` (in these units), and one ``X^T X`` shared by all
+    targets; the gradient solvers clip each example's ``(p, n_targets)``
+    gradient jointly, in Frobenius norm, to ``K sqrt(n_targets)``. The
+    accountant prices the release as for one target, so ``privacy_spent_`` is
+    the same ``(epsilon, delta)``; the noise on each target grows like
+    ``sqrt(n_targets)``. A column vector (``n_targets = 1``) releases exactly
+    what the 1-D ``y`` does.
 
     Parameters
     ----------
@@ -99,8 +117,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         selection may land far from the data; give public bounds). The solver is then calibrated so that the accountant's price of
         everything is ``epsilon``. No data-derived bound is read in the clear,
         so there is no ``PrivacyLeakWarning``.
-    label_bound : float, (low, high), "auto" or None, default="auto"
-        Label range: ``B`` means ``[-B, B]``. ``"auto"`` chooses it privately
+    label_bound : float, (low, high), array-like, "auto" or None, default="auto"
+        Label range: ``B`` means ``[-B, B]``. With several targets, ``B`` and
+        a tuple ``(low, high)`` apply to every target, an array of
+        ``n_targets`` positive numbers gives each target its ``B_j``, and an
+        array of shape ``(n_targets, 2)`` its ``(low_j, high_j)``.
+        ``"auto"`` chooses it privately (per target)
         with two exponential-mechanism selections paid from
         ``bound_budget_fraction`` (median label, then median absolute
         deviation; range = median +- 2.5 MAD: on diabetes at epsilon = 1,
@@ -111,7 +133,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         priori there. ``None`` reads it from the data and voids the guarantee.
     coef_norm : float or None, default=None
         Radius ``M`` of the coefficient ball. ``None``: ``B/sqrt(alpha)``
-        where ``B`` is the (centred) label bound. The constrained solvers use
+        where ``B`` is the (centred) label bound. With several targets each
+        target has its radius ``M_j`` (``coef_norm``, or ``B_j/sqrt(alpha)``)
+        and the solver's ball is ``sum_j ||w_j||^2 / B_j^2 <= sum_j M_j^2 / B_j^2``. The constrained solvers use
         it as the radius of their ball in their own norm (L1 for
         ``noisy_sfw`` / ``dp_accmd``, l_p for ``noisy_sfw_lp``; see
         :class:`DPLasso` for an L1-constrained model with a coordinate bound).
@@ -129,8 +153,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        As scikit-learn's ``Ridge``: ``(n_features,)`` for a 1-D ``y`` and for
+        ``y`` of shape ``(n_samples, 1)``.
+    intercept_ : float or ndarray of shape (n_targets,)
+        A float for a 1-D ``y``; for a 2-D ``y`` an array of shape
+        ``(n_targets,)``, or ``0.0`` when ``fit_intercept=False`` (as ``Ridge``).
     n_iter_ : int
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
@@ -143,10 +171,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     noise_scale_ : float
     accountant_ : str
     data_norm_ : float
-    label_bound_ : tuple of float
-        ``(low, high)`` used for clipping.
-    coef_norm_ : float or None
-        The coefficient ball's radius, ``None`` for ``adassp`` (no ball).
+    label_bound_ : tuple of float or ndarray of shape (n_targets, 2)
+        ``(low, high)`` used for clipping; one row per target for a 2-D ``y``.
+    coef_norm_ : float, ndarray of shape (n_targets,) or None
+        The coefficient ball's radius (per target for a 2-D ``y``), ``None``
+        for ``adassp`` (no ball).
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -180,6 +209,18 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     >>> print(reg.privacy_spent_, reg.solver_)
     (epsilon=1, delta=1e-05) [replace_one] adassp
     >>> bool(reg.score(X, y) > 0.8)
+    True
+
+    Two targets, one release at the same budget:
+
+    >>> Y = np.column_stack([y, X @ [0.5, 0.5, -1.0]])
+    >>> reg = DPRidge(epsilon=1.0, data_norm=2.0, label_bound=[2.0, 2.0],
+    ...               random_state=0).fit(X, Y)
+    >>> reg.coef_.shape, reg.intercept_.shape
+    ((2, 3), (2,))
+    >>> print(reg.privacy_spent_)
+    (epsilon=1, delta=1e-05) [replace_one]
+    >>> bool(reg.score(X, Y) > 0.5)
     True
     """
 
@@ -233,12 +274,50 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     #: label_bound="auto": the range is median +- this many private median absolute deviations
     _auto_label_width = 2.5
 
+    #: number of targets of the fit being planned or run (``None``: a 1-D ``y``); set only inside
+    #: :meth:`_targets`, so that every hook of the shared fit path sees the public shape of ``y``
+    _n_targets = None
+
+    @contextmanager
+    def _targets(self, n_targets):
+        """Plan or fit for ``n_targets`` targets (``None``: 1-D ``y``) inside the block."""
+        previous = self.__dict__.get("_n_targets")
+        self._n_targets = n_targets
+        try:
+            yield
+        finally:
+            if previous is None:
+                self.__dict__.pop("_n_targets", None)
+            else:
+                self._n_targets = previous
+
     def _n_auto_selections(self):
-        return super()._n_auto_selections() + (2 if _is_auto(self.label_bound) else 0)
+        # label_bound="auto": a private median and MAD per target
+        return super()._n_auto_selections() + (2 * (self._n_targets or 1) if _is_auto(self.label_bound) else 0)
 
     def _check_label_bound(self):
-        if not _is_auto(self.label_bound):
+        if _is_auto(self.label_bound):
+            return
+        if self._n_targets is None:
             check_label_bound(self.label_bound)
+        else:
+            target_label_bounds(self.label_bound, self._n_targets)
+
+    def _target_bounds(self):
+        """The public label bound of each target (``[label_bound]`` for a 1-D ``y``)."""
+        if self._n_targets is None:
+            return [self.label_bound]
+        return target_label_bounds(self.label_bound, self._n_targets)
+
+    def _check_multi_output(self, solver):
+        """``ValueError`` before any data is read when ``solver`` cannot fit several targets jointly."""
+        if (self._n_targets or 1) > 1 and not solver.multi_output:
+            ok = sorted(n for n, s in SOLVERS.items() if s.multi_output and n in _RIDGE_SOLVER.options)
+            raise ValueError(
+                f"solver {solver.name!r} does not support multi-output y (y has {self._n_targets} targets): its "
+                f"proof covers one target. Fit one DPRidge per target (the fits compose; a PrivacyLedger prices "
+                f"them together), or use one of {ok}."
+            )
 
     def _alpha_for(self, solver, n_samples=None):
         """``alpha=None``: no penalty for ``adassp`` (its private ridge term scales with the noise and
@@ -260,11 +339,25 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         n_eps = max(float(n_samples) * self.epsilon, 1.0)
         return min(max(0.7 + 0.25 * math.log10(n_eps / 3000.0), 0.7), 1.25)
 
-    def _coef_ball(self, bound, solver):
+    def _coef_ball(self, bounds, solver):
+        """``(radius, M)``: the ball in the solver's units (labels divided by their bounds) and the radii.
+
+        ``M`` holds each target's radius ``M_j`` in the labels' units
+        (``coef_norm``, else ``B_j / sqrt(alpha)``); with ``k`` targets the
+        solver's ball is the Frobenius ball ``sum_j ||w_j||^2 / B_j^2 <=
+        sum_j M_j^2 / B_j^2``, which contains every target's ball. ``(None, None)``
+        without a ball.
+        """
+        bounds = np.asarray(bounds, dtype=float)
         if self.coef_norm is not None:
-            return float(self.coef_norm)
-        alpha = self._alpha_for(solver)
-        return bound / math.sqrt(alpha) if alpha > 0 else None
+            M = np.full(bounds.shape, float(self.coef_norm))
+        else:
+            alpha = self._alpha_for(solver)
+            if not alpha > 0:
+                return None, None
+            M = bounds / math.sqrt(alpha)
+        scaled = M / bounds
+        return (float(scaled[0]) if scaled.size == 1 else float(np.sqrt(np.sum(scaled**2)))), M
 
     def _check_ball(self, solver):
         if self.coef_norm is None and self._alpha_for(solver) == 0 and not _needs_no_ball(solver):
@@ -294,15 +387,35 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         if self.label_bound is None:
             return None
         self._check_label_bound()
+        solver = self._resolve_solver("squared", shape)
+        self._check_multi_output(solver)
+        self._check_ball(solver)
         # With label_bound="auto" the range is chosen during the fit; the solver's noise is
         # relative to it, so a nominal unit range prices the same.
-        lb = (-1.0, 1.0) if _is_auto(self.label_bound) else self.label_bound
-        bound = public_label_range(lb, self.fit_intercept)[3]
-        # the solver works in units where |y| <= 1 (see fit)
-        solver = self._resolve_solver("squared", shape)
-        self._check_ball(solver)
-        ball = self._coef_ball(bound, solver)
-        return SquaredLoss(), 1, 1.0, None if ball is None else ball / bound
+        bounds = [public_label_range((-1.0, 1.0) if _is_auto(lb) else lb, self.fit_intercept)[3]
+                  for lb in self._target_bounds()]
+        # the solver works in units where every target is within [-1, 1] (see fit)
+        ball, _ = self._coef_ball(bounds, solver)
+        k = len(bounds)
+        return SquaredLoss(), k, _joint_label_bound(k), ball
+
+    def planned_events(self, n_samples, n_features=None, n_targets=None):
+        """The privacy events a fit on ``n_samples`` rows will release, without any data.
+
+        As :meth:`DPLinearModel.planned_events`; ``n_targets`` is the number of
+        columns of a 2-D ``y`` (``None``: a 1-D ``y``), public like ``n``.
+        """
+        if n_targets is not None and (isinstance(n_targets, bool) or not isinstance(n_targets, Integral)
+                                      or n_targets < 1):
+            raise ValueError(f"n_targets must be a positive integer or None, got {n_targets!r}.")
+        if n_targets == 1 and not self._fits_jointly():
+            n_targets = None  # a column vector is raveled, as in fit
+        with self._targets(None if n_targets is None else int(n_targets)):
+            return super().planned_events(n_samples, n_features)
+
+    def _fits_jointly(self):
+        """Whether the solver fits a 2-D ``y`` jointly (every solver ``"auto"`` picks does)."""
+        return self.solver == "auto" or bool(getattr(SOLVERS.get(self.solver), "multi_output", False))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, privacy_ledger=None):
@@ -311,7 +424,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Several targets are fitted jointly, as one release (see the class
+            docstring); ``n_targets`` is public, like ``n_samples``.
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -323,42 +438,75 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         self : object
         """
         self._check_privacy_params()
-        self._check_label_bound()
         solver = self._resolve_solver("squared")
-        self._check_ball(solver)
-        charge(self, X, privacy_ledger)
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True
-        )
-        y = np.asarray(y, dtype=np.float64)
+        # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
+        # a column vector as sklearn's single-output estimators do (raveled, with a warning)
+        n_targets = _n_targets_of(y)
+        if n_targets == 1 and not solver.multi_output:
+            n_targets = None
+        with self._targets(n_targets):
+            self._check_label_bound()
+            self._check_multi_output(solver)
+            self._check_ball(solver)
+            charge(self, X, privacy_ledger, n_targets=n_targets)
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                                 y_numeric=True, multi_output=n_targets is not None)
+            return self._fit_targets(X, np.asarray(y, dtype=np.float64))
+
+    def _fit_targets(self, X, y):
+        """The fit on validated data (``y`` 1-D, or 2-D with ``self._n_targets`` columns)."""
         solver = self._resolve_solver("squared", (X.shape[0], X.shape[1] + int(self.fit_intercept)))
+        self._check_multi_output(solver)
         self._check_ball(solver)
         rng = fit_randomness(self)
-        label_bound, pre_events = self.label_bound, []
-        if _is_auto(label_bound):
-            label_bound, pre_events = private_label_range(y, self._selection_epsilon(y.shape[0]), rng,
-                                                          width=self._auto_label_width)
-        yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
-        M = self._coef_ball(bound, solver)
-        # Work in units where |y| <= 1 (dividing by the public bound is a public
-        # rescaling; coefficients are scaled back afterwards).
+        Y = y.reshape(y.shape[0], -1)
+        k = Y.shape[1]
+        targets, pre_events = self._target_bounds(), []
+        for j, label_bound in enumerate(targets):
+            if _is_auto(label_bound):
+                targets[j], events = private_label_range(Y[:, j], self._selection_epsilon(Y.shape[0]), rng,
+                                                         width=self._auto_label_width)
+                pre_events += events
+        columns = [bound_labels(Y[:, j], targets[j], self.fit_intercept) for j in range(k)]
+        centre = np.array([c[1] for c in columns])
+        bound = np.array([c[2] for c in columns])
+        radius, M = self._coef_ball(bound, solver)
+        # Work in units where every target is within [-1, 1] (dividing by the public bounds is a
+        # public rescaling; coefficients are scaled back afterwards). With k targets each row's label
+        # vector then has norm <= sqrt(k): the one bound of the joint release.
+        Yc = np.column_stack([c[0] for c in columns]) / bound
         coef, _ = self._fit_problem(
-            X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=None if M is None else M / bound,
-            data_derived=derived, clip_norm="initial", rng=rng, pre_events=pre_events,
+            X, Yc[:, 0] if k == 1 else Yc, SquaredLoss(), k, solver, label_bound=_joint_label_bound(k),
+            coef_norm=radius, data_derived=any(c[4] for c in columns), clip_norm="initial", rng=rng,
+            pre_events=pre_events,
         )
-        coef = coef * bound
-        coef_, intercept_ = self._split_coef(coef)
-        self.coef_ = coef_.ravel()
-        self.intercept_ = float(intercept_[0]) + centre
-        self.label_bound_ = (centre - bound, centre + bound)
-        self.coef_norm_ = M
-        diagnostics.record(self, n_labels_clipped=int(n_lab))
+        expected = (X.shape[1] + int(self.fit_intercept),) + (() if k == 1 else (k,))
+        if np.shape(coef) != expected:  # a solver that took a (n, k) y for one target must not pass silently
+            raise RuntimeError(f"solver {solver.name!r} returned coefficients of shape {np.shape(coef)} for "
+                               f"{k} target(s); expected {expected}.")
+        coef_, intercept_ = self._split_coef(coef * bound)
+        intercept_ = intercept_ + centre
+        if self._n_targets is None:
+            self.coef_, self.intercept_ = coef_.ravel(), float(intercept_[0])
+            self.label_bound_ = (float(centre[0] - bound[0]), float(centre[0] + bound[0]))
+            self.coef_norm_ = None if M is None else float(M[0])
+        else:
+            # sklearn's Ridge: coef_ (n_targets, n_features), but (n_features,) for one column;
+            # intercept_ (n_targets,), or 0.0 without an intercept
+            self.coef_ = coef_.ravel() if k == 1 else coef_
+            self.intercept_ = intercept_ if self.fit_intercept else 0.0
+            self.label_bound_ = np.column_stack([centre - bound, centre + bound])
+            self.coef_norm_ = M
+        diagnostics.record(self, n_labels_clipped=int(sum(c[3] for c in columns)))
         return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # R^2 > 0.5 on make_regression(n=200) is not guaranteed at epsilon=1
         tags.regressor_tags.poor_score = True
+        # a 2-D y is fitted jointly by every solver "auto" picks and by the solvers that say so
+        tags.target_tags.multi_output = self._fits_jointly()
+        tags.target_tags.single_output = True
         return tags
 
 
@@ -373,3 +521,25 @@ def _needs_no_ball(solver):
 
 def _is_auto(value):
     return isinstance(value, str) and value == "auto"
+
+
+_RIDGE_SOLVER = DPRidge._parameter_constraints["solver"][0]
+
+
+def _joint_label_bound(n_targets):
+    """Bound on ``||y_i||_2`` of a row's label vector when each of ``n_targets`` targets is within [-1, 1]."""
+    return 1.0 if n_targets == 1 else math.sqrt(n_targets)
+
+
+def _n_targets_of(y):
+    """Number of columns of a 2-D ``y`` (public, like ``n``), ``None`` for any other shape.
+
+    Reads only the shape; ``validate_data`` reports a malformed ``y``.
+    """
+    shape = getattr(y, "shape", None)
+    if shape is None:
+        try:
+            shape = np.asarray(y).shape
+        except (TypeError, ValueError):  # ragged
+            return None
+    return int(shape[1]) if len(shape) == 2 and shape[1] >= 1 else None

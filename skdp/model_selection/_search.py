@@ -30,11 +30,13 @@ __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
 _BUDGET_PARAMS = ("epsilon", "delta", "random_state")
 
 
-def planned_events_of(estimator, n_samples, n_features=None):
+def planned_events_of(estimator, n_samples, n_features=None, n_targets=None):
     """Events a fit of ``estimator`` (an skdp estimator or a Pipeline of them) on ``n_samples`` rows releases.
 
     ``n_features`` is needed by steps whose schedule depends on it (a sparse
-    model with ``n_nonzero_coefs=None``, a scaler).
+    model with ``n_nonzero_coefs=None``, a scaler). ``n_targets``: the number
+    of columns of a 2-D ``y`` (``None`` for a 1-D ``y``), passed to the final
+    step (a multi-output :class:`~skdp.DPRidge`).
 
     Returns ``None`` if some DP step has no finite guarantee; raises
     ``TypeError`` if the estimator contains no skdp step at all.
@@ -44,7 +46,8 @@ def planned_events_of(estimator, n_samples, n_features=None):
         raise TypeError(f"{type(estimator).__name__} contains no skdp estimator; nothing to price.")
     events = []
     for s in steps:
-        ev = s.planned_events(n_samples, n_features)
+        targets = {} if n_targets is None or s is not steps[-1] else {"n_targets": n_targets}
+        ev = s.planned_events(n_samples, n_features, **targets)
         if ev is None:
             return None
         events.extend(ev)
@@ -97,6 +100,8 @@ def search_privacy_cost(search, X, y=None, delta=None):
     n = _num_samples(X)
     nf = _num_features(X)
     base = search.estimator
+    # a multi-output regressor's plan depends on the number of targets (public, like n)
+    n_targets = np.shape(y)[1] if np.ndim(y) == 2 and not is_classifier(base) else None
     if delta is None:
         delta = _find_delta(base)
     leaks = leaky_steps(base)
@@ -115,7 +120,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     for params in candidates:
         est = clone(base).set_params(**params)
         for m in sizes:
-            ev = planned_events_of(est, m, nf)
+            ev = planned_events_of(est, m, nf, n_targets)
             if ev is None:
                 return PrivacyBudget(math.inf, delta)
             events.extend(ev)
@@ -126,7 +131,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     refits = [search.best_params_] if hasattr(search, "best_params_") else candidates
     costs = []
     for params in refits:
-        ev = planned_events_of(clone(base).set_params(**params), n, nf)
+        ev = planned_events_of(clone(base).set_params(**params), n, nf, n_targets)
         if ev is None:
             return PrivacyBudget(math.inf, delta)
         costs.append(price(events + ev, delta).budget)
@@ -340,6 +345,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         cands = self._candidates()
         # shape checks only (the candidates validate the values): a clear error before any split
         check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
+        if not is_classifier(self.estimator) and np.asarray(y).ndim != 1:
+            # the private selection scores one target against one public label range
+            raise ValueError(f"DPGridSearchCV selects a regressor on one target: y must be 1-D, got shape "
+                             f"{np.asarray(y).shape} (fit one search per target).")
         n = _num_samples(X)
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:

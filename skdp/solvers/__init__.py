@@ -54,8 +54,9 @@ def list_solvers(estimator=None):
         ``constraint`` (``"l2"``: L2 penalty / optional L2 ball; ``"l1"``, ``"lp"``,
         ``"l1|l2"``: a norm ball of radius ``coef_norm``; ``"l0"``: the sparse
         estimators), ``privacy`` (notion and neighbouring relation), ``needs_alpha``
-        (strong convexity required), ``options`` (``solver_options`` keys),
-        ``defaults`` (default hyperparameters, in words) and ``summary``.
+        (strong convexity required), ``multi_output`` (fits several regression
+        targets, a 2-D ``y``, as one release), ``options`` (``solver_options``
+        keys), ``defaults`` (default hyperparameters, in words) and ``summary``.
 
     Examples
     --------
@@ -83,6 +84,7 @@ def list_solvers(estimator=None):
             "privacy": _privacy_notion(s),
             "pure_dp": s.pure_dp,
             "needs_alpha": s.needs_strong_convexity,
+            "multi_output": s.multi_output,
             "options": tuple(sorted(s.option_keys)),
             "defaults": s.defaults,
             "summary": s.summary,

@@ -19,8 +19,12 @@ class Problem:
     """A bounded GLM problem ``min (1/n) sum phi(<w, x_i>, y_i) + (alpha/2)||w||^2``.
 
     ``X`` rows satisfy ``||x_i|| <= data_norm`` (intercept column included);
-    regression labels satisfy ``|y_i| <= label_bound``; ``coef_norm`` is the
-    radius ``M`` of the ball the coefficients are constrained to (``None`` when
+    regression labels satisfy ``|y_i| <= label_bound`` (with ``n_outputs = k > 1``
+    regression targets, ``y`` is ``(n, k)`` and ``||y_i||_2 <= label_bound``: the
+    bound is on each row's label vector, so every per-example gradient and
+    every sufficient statistic is bounded jointly over the targets);
+    ``coef_norm`` is the radius ``M`` of the ball the coefficients are
+    constrained to (Frobenius for ``(p, k)`` coefficients; ``None`` when
     unconstrained). Only ``n`` and the bounds enter any sensitivity.
     """
 
@@ -211,6 +215,12 @@ class Solver:
         Whether it has a ``delta > 0`` variant.
     needs_strong_convexity : bool
         Whether its proof needs ``alpha > 0``.
+    multi_output : bool
+        Whether it fits ``k > 1`` regression targets jointly (``y`` of shape
+        ``(n, k)``, ``(p, k)`` coefficients) with its proof intact: each
+        per-example contribution is bounded in Frobenius norm through
+        ``||y_i||_2 <= label_bound`` (see :class:`Problem`), so the whole
+        ``(p, k)`` release has one sensitivity.
     """
 
     name = None
@@ -220,6 +230,7 @@ class Solver:
     pure_dp = False
     approx_dp = True
     needs_strong_convexity = False
+    multi_output = False
     #: takes a non-L2 (e.g. the nonconvex) penalty through its gradient
     explicit_penalty = False
     summary = ""

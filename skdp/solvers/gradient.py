@@ -40,6 +40,8 @@ class DPGradientDescent(Solver):
     reference = "doc/papers/seed000.rst"
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
     explicit_penalty = True
+    #: k regression targets: one (p, k) gradient per example, clipped jointly (Frobenius)
+    multi_output = True
     option_keys = {
         "acceleration": "FISTA momentum on the released gradients: True, False or 'auto' (when the noise is small)",
         "step_factor": "step size c / (beta + alpha) (default 1.9 for the logistic losses, 1 for the squared loss)",
@@ -242,6 +244,8 @@ class DPSVRG(Solver):
     reference = "doc/papers/seed000.rst"
     needs_strong_convexity = True
     summary = "DP prox-SVRG with Poisson mini-batches, split RDP accounting"
+    #: k regression targets: one (p, k) gradient per example, clipped jointly (Frobenius)
+    multi_output = True
     default_max_iter = 3
     option_keys = {"batch_size": "expected Poisson mini-batch size b (default ceil(sqrt n); >= n: full batches)"}
 

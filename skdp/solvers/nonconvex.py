@@ -79,6 +79,8 @@ class _PoissonSolver(Solver):
 
     default_max_steps = 2000
     explicit_penalty = True
+    #: k regression targets: one (p, k) gradient (and difference) per example, clipped jointly (Frobenius)
+    multi_output = True
 
     def batch_size(self, problem):
         b = problem.options.get("batch_size")

@@ -70,6 +70,9 @@ class OutputPerturbation(Solver):
     pure_dp = True
     needs_strong_convexity = True
     summary = "gradient descent + one output noise draw (L2-Laplace or Gaussian)"
+    #: k regression targets: the jointly clipped (p, k) gradient of ||W^T x - y||^2 / 2 is the gradient of
+    #: a Huber function of the residual's norm, still convex and K^2-smooth (the contraction holds)
+    multi_output = True
     default_max_iter = 40
     option_keys = {"secure_noise": "release on a power-of-two grid with exact discrete Gaussian noise (zCDP)"}
 

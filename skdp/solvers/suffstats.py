@@ -28,7 +28,12 @@ class AdaSSP(Solver):
     2. the upper triangle (diagonal included) of ``X^T X`` plus Gaussian noise,
        mirrored to a symmetric matrix: the change ``x' x'^T - x x^T`` has
        upper-triangle L2 norm at most ``sqrt(2) K^2`` (attained by orthogonal rows);
-    3. ``X^T y + N(0, sigma_3^2 I)``: sensitivity ``2 K B``.
+    3. ``X^T y + N(0, sigma_3^2 I)``: sensitivity ``2 K B``. With ``k`` targets
+       (``y`` of shape ``(n, k)``, ``||y_i||_2 <= B``: see
+       :class:`~skdp.solvers.Problem`) this is one release of the ``p x k``
+       matrix ``X^T Y``: replacing row ``i`` changes it by ``x y^T - x' y'^T``,
+       of Frobenius norm at most ``2 K B``; releases 1 and 2 are shared by all
+       targets.
 
     Each ``sigma_i`` is its sensitivity times one common unit scale, so each
     release is ``mu/sqrt(3)``-GDP and the three are ``mu``-GDP together,
@@ -51,6 +56,7 @@ class AdaSSP(Solver):
     summary = "sufficient-statistics perturbation: noisy X^T X, X^T y and lambda_min, adaptive ridge, one solve"
     defaults = "one pass; ridge lambda from a private lambda_min (failure probability 0.05)"
     requires = frozenset({"quadratic"})
+    multi_output = True
     option_keys = {"failure_probability": "rho of AdaSSP's ridge rule (post-processing; default 0.05)"}
 
     def check_options(self, options):
@@ -69,8 +75,6 @@ class AdaSSP(Solver):
         return K2, math.sqrt(2.0) * K2, 2.0 * float(problem.data_norm) * float(problem.label_bound)
 
     def make_plan(self, problem, budget):
-        if problem.n_outputs != 1:
-            raise ValueError("solver='adassp' fits one target.")
         if problem.label_bound is None:
             raise ValueError("solver='adassp' needs a public label bound.")
         sens = self.sensitivities(problem)
@@ -86,7 +90,8 @@ class AdaSSP(Solver):
         rho = plan.settings["rho"]
         XtX = X.T @ X
         XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
-        Xty = np.asarray(X.T @ y, dtype=float).ravel()
+        Xty = np.asarray(X.T @ y, dtype=float)
+        Xty = Xty.ravel() if y.ndim == 1 else Xty.reshape(p, y.shape[1])
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         lam_min = float(np.linalg.eigvalsh(XtX)[0]) + float(gaussian_noise(rng, s_min, 1)[0])
         lam_low = max(lam_min - s_min * math.sqrt(2.0 * math.log(3.0 / rho)), 0.0)
@@ -97,11 +102,11 @@ class AdaSSP(Solver):
         noisy[iu] = upper
         noisy = noisy + np.triu(noisy, 1).T
         # release 3
-        noisy_xty = Xty + gaussian_noise(rng, s_xy, p)
+        noisy_xty = Xty + gaussian_noise(rng, s_xy, Xty.shape)
         ridge = max(0.0, s_xx * math.sqrt(p * math.log(2.0 * p * p / rho)) - lam_low)
         total = ridge + n * float(problem.penalty.alpha)
         vals, vecs = np.linalg.eigh(noisy + total * np.eye(p))
         vals = np.maximum(vals, 1e-12 * max(1.0, float(np.abs(vals).max())))
-        coef = vecs @ ((vecs.T @ noisy_xty) / vals)
+        coef = vecs @ ((vecs.T @ noisy_xty) / (vals if noisy_xty.ndim == 1 else vals[:, None]))
         info = {"ridge": ridge, "lambda_min_lower": lam_low, "alpha_effective": total / n}
         return SolverResult(coef, 1, info)
