@@ -37,6 +37,7 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 
 from . import diagnostics
 from ._random import noise_source
+from .bounds import clip_features
 from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
@@ -570,9 +571,15 @@ def ovr_targets(selection, y, inactive=0.0):
 
 
 def linear_scores(estimator, X):
-    """``X @ coef_.T + intercept_`` of a fitted linear model (dense or CSR ``X``), validated like sklearn."""
+    """``X @ coef_.T + intercept_`` of a fitted linear model (dense or CSR ``X``), validated like sklearn.
+
+    A model fitted on features clipped to ``[-feature_clip_, feature_clip_]``
+    (:class:`~skdp.DPLogisticRegression`) scores the same clipped features.
+    """
     check_is_fitted(estimator)
     X = validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+    if getattr(estimator, "feature_clip_", None) is not None:
+        X = clip_features(X, estimator.feature_clip_)[0]
     coef = np.asarray(estimator.coef_)
     return np.asarray(X @ coef.T) + estimator.intercept_
 

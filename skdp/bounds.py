@@ -45,6 +45,7 @@ __all__ = [
     "clipped_design",
     "check_label_bound",
     "target_label_bounds",
+    "raw_row_bound",
 ]
 
 
@@ -420,3 +421,16 @@ def private_label_range(y, epsilon, rng, *, width=3.0):
 def private_clip_norm(gradient_norms, quantile, epsilon, rng):
     """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms."""
     return private_quantile(gradient_norms, quantile, epsilon, rng)
+
+
+def raw_row_bound(data_norm, fit_intercept, intercept_scaling, fraction):
+    """Bound ``K_x`` on the raw rows' norm when the augmented rows have norm ``<= data_norm``.
+
+    The intercept column holds ``intercept_scaling``, or ``fraction * data_norm``
+    when that is ``None`` (as :func:`bound_features` appends it); ``K_x =
+    sqrt(K^2 - c_0^2)``. A function of public quantities (or released ones).
+    """
+    K = float(data_norm)
+    c0 = (fraction * K if intercept_scaling is None else float(intercept_scaling)) if fit_intercept else 0.0
+    return math.sqrt(max(K * K - c0 * c0, 0.0))
+

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._random import fit_randomness
 from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
                         zero_inactive_rows)
-from ..bounds import bound_features, private_row_bound
+from ..bounds import bound_features, clip_features, private_row_bound, raw_row_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
@@ -179,6 +179,14 @@ class DPLinearModel(BaseEstimator):
         """
         return self.alpha
 
+    def _intercept_fraction_for(self, n_features):
+        """Share of ``data_norm`` given to the intercept column (``intercept_scaling=None``) with ``n_features`` raw features."""
+        return self._default_intercept_fraction
+
+    def _feature_clip_radius(self, raw_bound, n_features):
+        """Radius each raw feature is clipped to before the rows are (``None``: no per-feature clipping)."""
+        return None
+
     def _auto_norm_factor_for(self, n_samples):
         """``data_norm="auto"``: multiple of the private median row norm the raw rows are clipped to."""
         return self._auto_norm_factor
@@ -337,15 +345,21 @@ class DPLinearModel(BaseEstimator):
         warn_unreliable_selection(self.epsilon, self._n_auto_selections(), X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
+        fraction = self._intercept_fraction_for(X.shape[1])
         if data_norm == "auto":
             data_norm, bound_event = private_row_bound(
                 X, self._selection_epsilon(X.shape[0]), rng, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-                intercept_fraction=self._default_intercept_fraction)
+                intercept_fraction=fraction)
             pre_events = [bound_event] + pre_events
-        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
-                                 self._default_intercept_fraction)
+        radius = None
+        if data_norm is not None:
+            radius = self._feature_clip_radius(
+                raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), X.shape[1])
+            if radius is not None:
+                X = clip_features(X, radius)[0]  # winsorise every feature
+        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction)
         if active is not None:
             bounded = zero_inactive_rows(bounded, active)
         problem = self._problem(
@@ -358,6 +372,8 @@ class DPLinearModel(BaseEstimator):
                                    derived=bounded.data_derived or data_derived, n_clipped=bounded.n_clipped)
         self.data_norm_ = bounded.data_norm
         self.intercept_scaling_ = bounded.intercept_scaling
+        if "feature_clip" in self.get_params():
+            self.feature_clip_ = radius
         return result.coef, bounded
 
     def _split_coef(self, coef):

@@ -76,7 +76,9 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         Whether to fit an (penalised) intercept.
     intercept_scaling : float or None, default=None
         Value of the constant intercept column; must be < ``data_norm``.
-        ``None`` uses ``data_norm / 2`` (stored in ``intercept_scaling_``).
+        ``None`` uses ``data_norm / sqrt(d + 1)`` with ``d`` features: the
+        column is one more feature of average size (stored in
+        ``intercept_scaling_``).
     data_norm : float, "auto" or None, default="auto"
         Public bound on the L2 norm of each row (intercept column included).
         Rows above it are scaled down (counted by :func:`skdp.fit_diagnostics`).
@@ -124,6 +126,20 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     max_iter : int or None, default=None
         Iterations (epochs for ``dp_svrg``); ``None`` uses the solver's default.
         Fixed in advance: no solver stops early.
+    feature_clip : float, "auto" or None, default="auto"
+        Every feature is clipped to ``[-feature_clip, feature_clip]`` before
+        the rows are clipped to their norm bound, in ``fit`` and when scoring
+        (``decision_function``, ``predict``, ``predict_proba``), so the model
+        sees the same features both times. ``"auto"`` is ``3 K_x / sqrt(d)``,
+        ``K_x`` the bound on the raw rows' norm (``data_norm_`` less the
+        intercept column) and ``d`` the number of features: about three times
+        a feature's typical size when the rows are near their bound. A rare
+        feature whose standardised values are huge otherwise inflates the row
+        norm bound, and so the noise, for every row (digits at epsilon = 1:
+        0.834 without it, 0.849 with it, 20 seeds). The clip reads nothing
+        but the public or released row bound and changes no sensitivity.
+        ``None`` clips only the rows, and ``decision_function`` is then
+        exactly ``X @ coef_.T + intercept_``.
     solver_options : dict or None, default=None
         Solver-specific settings, validated against the solver's
         ``option_keys`` (see :func:`skdp.list_solvers`), e.g.
@@ -158,6 +174,10 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         The accountant's method (``"gdp_exact"``, ``"rdp"``, ``"basic"``, ...).
     data_norm_ : float
         The row bound used.
+    intercept_scaling_ : float
+        The value of the intercept column.
+    feature_clip_ : float or None
+        The radius the features were clipped to (see ``feature_clip``).
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -194,6 +214,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         "classes": ["array-like", StrOptions({"auto"}), None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), None],
+        "feature_clip": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -211,6 +232,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         classes="auto",
         coef_norm=None,
         max_iter=None,
+        feature_clip="auto",
         solver_options=None,
         random_state=None,
         verbose=0,
@@ -227,11 +249,26 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.classes = classes
         self.coef_norm = coef_norm
         self.max_iter = max_iter
+        self.feature_clip = feature_clip
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
 
     _multiclass = True
+    #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``
+    _FEATURE_CLIP_FACTOR = 3.0
+
+    def _intercept_fraction_for(self, n_features):
+        """``1 / sqrt(d + 1)``: the intercept column is one more feature of average size (not half of ``K``)."""
+        return 1.0 / math.sqrt(n_features + 1.0)
+
+    def _feature_clip_radius(self, raw_bound, n_features):
+        """``feature_clip``: ``"auto"`` is ``3 K_x / sqrt(d)`` (``K_x`` the raw rows' bound), a number is itself."""
+        if self.feature_clip is None:
+            return None
+        if self.feature_clip == "auto":
+            return self._FEATURE_CLIP_FACTOR * raw_bound / math.sqrt(max(n_features, 1))
+        return float(self.feature_clip)
 
     def _constraint_radius(self, solver, coef_norm):
         if self.coef_norm is not None:
