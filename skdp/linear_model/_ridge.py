@@ -14,6 +14,7 @@ from ..solvers import SolverChoice
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
+from .._weights import row_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPRidge"]
@@ -126,6 +127,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     verbose : int, default=0
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it, whether or not ``fit`` gets
+        weights; see :doc:`/user_guide/weights`.
 
     Attributes
     ----------
@@ -211,6 +217,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         solver_options=None,
         random_state=None,
         verbose=0,
+        max_sample_weight=1.0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -227,6 +234,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
 
     _default_intercept_fraction = 1 / math.sqrt(2)
 
@@ -305,13 +313,19 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         return SquaredLoss(), 1, 1.0, None if ball is None else ball / bound
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -345,6 +359,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         coef, _ = self._fit_problem(
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=None if M is None else M / bound,
             data_derived=derived, clip_norm="initial", rng=rng, pre_events=pre_events,
+            sample_weight=row_weights(self, sample_weight, X),
         )
         coef = coef * bound
         coef_, intercept_ = self._split_coef(coef)
