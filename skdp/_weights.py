@@ -83,8 +83,8 @@ def row_weights(estimator, sample_weight, X, y=None, classes=None):
     if sample_weight is None:
         weights = np.ones(n)
     else:
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True,
-                                       allow_all_zero_weights=True)
+        # sklearn's input checks (shape, finite, not all zero): errors about the caller's input
+        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
         if np.any(weights < 0):
             raise ValueError("sample_weight must be non-negative; got negative weights.")
     if np.any(weights > W):
