@@ -83,8 +83,14 @@ def row_weights(estimator, sample_weight, X, y=None, classes=None):
     if sample_weight is None:
         weights = np.ones(n)
     else:
-        # sklearn's input checks (shape, finite, not all zero): errors about the caller's input
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+        # sklearn's input checks (shape, finite, not all zero), each message naming sample_weight
+        try:
+            weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            message = str(exc)
+            if "sample_weight" not in message.replace("Sample weights", "sample_weight"):
+                message = f"sample_weight: {message}"
+            raise type(exc)(message) from exc
         if np.any(weights < 0):
             raise ValueError("sample_weight must be non-negative; got negative weights.")
     if np.any(weights > W):

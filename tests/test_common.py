@@ -91,9 +91,25 @@ def test_every_public_estimator_with_a_solver_is_checked():
     assert public == {cls for cls, _, _ in ESTIMATOR_KINDS}
 
 
-# No check is expected to fail: sklearn's score thresholds are skipped through the
+# sklearn's sample-weight equivalence checks fit integer weights and the rows repeated that many times
+# with the same seed and require the same predictions. A DP fit cannot pass them: its noise and schedule
+# depend on the public n (the number of rows, not the sum of the weights), and every weight is bounded
+# by max_sample_weight (default 1). The equivalence skdp does promise (integer weights == repeated rows
+# in the noiseless limit, for every estimator) is tested in test_sklearn_parity.py.
+_WEIGHT_EQUIVALENCE = {
+    f"check_sample_weight_equivalence_on_{kind}_data": "a DP fit's noise depends on the public n; see "
+                                                        "test_sklearn_parity.py for the noiseless equivalence"
+    for kind in ("dense", "sparse")
+}
+
+
+def _expected_failures(estimator):
+    return _WEIGHT_EQUIVALENCE
+
+
+# No other check is expected to fail: sklearn's score thresholds are skipped through the
 # documented ``poor_score`` tag, which exists for estimators like these.
-@parametrize_with_checks(ESTIMATORS)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     if getattr(estimator, "classes", "auto") is None:
         # the label set read from the data on purpose (see _LABELS_FROM_DATA): that leak is
@@ -105,6 +121,6 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
 
 
-@parametrize_with_checks(CLASSES_AUTO)
+@parametrize_with_checks(CLASSES_AUTO, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible_private_label_set(estimator, check):
     check(estimator)

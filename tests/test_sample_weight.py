@@ -274,3 +274,54 @@ def test_bad_max_sample_weight_is_named(value):
     X, y = _data("clf")
     with pytest.raises(ValueError, match="max_sample_weight"):
         DPLogisticRegression(data_norm=2.0, classes=[0, 1], max_sample_weight=value).fit(X, y)
+
+
+# --- metadata routing -----------------------------------------------------------------------------------------
+def test_pipeline_routes_sample_weight_to_the_steps_that_request_it():
+    import sklearn
+    from sklearn.pipeline import make_pipeline
+
+    X, y = _data("clf", n=200)
+    w = np.random.RandomState(3).uniform(0, 2, len(y))
+    scaler = DPStandardScaler(bounds=(-1.0, 1.0), random_state=0, max_sample_weight=2.0)
+    clf = DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=0, max_sample_weight=2.0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(clone_with(scaler, sample_weight=True), clone_with(clf, sample_weight=True))
+        pipe.fit(X, y, sample_weight=w)
+        only_model = make_pipeline(clone_with(scaler, sample_weight=False), clone_with(clf, sample_weight=True))
+        only_model.fit(X, y, sample_weight=w)
+    by_hand = scaler.fit(X, sample_weight=w)
+    np.testing.assert_array_equal(pipe[-1].coef_, clf.fit(by_hand.transform(X), y, sample_weight=w).coef_)
+    unweighted_scaler = DPStandardScaler(bounds=(-1.0, 1.0), random_state=0, max_sample_weight=2.0).fit(X)
+    np.testing.assert_array_equal(only_model[0].mean_, unweighted_scaler.mean_)
+    np.testing.assert_array_equal(only_model[-1].coef_,
+                                  clf.fit(unweighted_scaler.transform(X), y, sample_weight=w).coef_)
+
+
+def clone_with(est, **request):
+    from sklearn.base import clone
+
+    return clone(est).set_fit_request(**request)
+
+
+def test_grid_search_routes_sample_weight():
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    from skdp.model_selection import DPGridSearchCV
+
+    X, y = _data("reg", n=300)
+    w = np.random.RandomState(4).uniform(0, 2, len(y))
+    base = DPRidge(data_norm=2.0, label_bound=2.0, max_sample_weight=2.0)
+    grid = {"alpha": [0.1, 1.0]}
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(UnsetMetadataPassedError, match="sample_weight"):
+            DPGridSearchCV(base, grid, random_state=0).fit(X, y, sample_weight=w)
+        routed = DPGridSearchCV(clone_with(base, sample_weight=True), grid, random_state=0).fit(X, y, sample_weight=w)
+        with pytest.raises(TypeError, match="not routed"):  # declined by every step: sklearn refuses it
+            DPGridSearchCV(clone_with(base, sample_weight=False), grid, random_state=0).fit(X, y, sample_weight=w)
+    plain = DPGridSearchCV(base, grid, random_state=0).fit(X, y)
+    passed = DPGridSearchCV(base, grid, random_state=0).fit(X, y, sample_weight=w)  # routing off: to fit
+    np.testing.assert_array_equal(routed.best_estimator_.coef_, passed.best_estimator_.coef_)
+    assert not np.array_equal(routed.best_estimator_.coef_, plain.best_estimator_.coef_)
+    assert routed.privacy_spent_.epsilon <= 1.0
