@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special
 
 __all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
-           "clipped_mean_gradient", "LOSSES", "CAPABILITIES", "register_loss", "get_loss"]
+           "clipped_mean_gradient", "weigh", "LOSSES", "CAPABILITIES", "register_loss", "get_loss"]
 
 #: What a solver's proof may need from a loss, and what each means. A loss has a
 #: capability when the attribute of that name is true (see :class:`_GLMLoss`);
@@ -263,8 +263,22 @@ def clip_derivatives(S, norms, clip, vector=False):
     return S * np.minimum(1.0, clip / np.maximum(np.abs(S) * scale, 1e-300))
 
 
-def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None):
-    """Mean of per-example gradients, each clipped to L2 norm ``clip``.
+def weigh(S, sample_weight):
+    """Per-example derivatives ``S`` (shape ``(n,)`` or ``(n, k)``) times the row weights (``None``: unchanged).
+
+    Weights multiply a row's derivative **after** clipping, so a row of weight
+    ``w_i <= W`` contributes at most ``W`` times the clip norm: every
+    sensitivity built on a per-example bound scales with the public ``W``
+    (:attr:`skdp.solvers.Problem.max_sample_weight`).
+    """
+    if sample_weight is None:
+        return S
+    w = np.asarray(sample_weight)
+    return S * (w if np.ndim(S) == 1 else w[:, None])
+
+
+def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None, sample_weight=None):
+    """Mean of per-example gradients, each clipped to L2 norm ``clip``, then weighted.
 
     Vectorised: the per-example gradient is ``phi'_i x_i^T`` so its norm is
     ``||phi'_i|| ||x_i||`` and clipping rescales ``phi'_i``. ``clip=None`` skips
@@ -283,6 +297,8 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
         divides by its expected size, never by the realised one.
     rows : index array, optional
         Restrict to these rows (a sampled batch).
+    sample_weight : (n,) array or None
+        Row weights, applied after clipping (:func:`weigh`); ``None``: every weight 1.
 
     Returns
     -------
@@ -292,9 +308,11 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
         X = X[rows]
         y = y[rows]
         norms = None if norms is None else norms[rows]
+        sample_weight = None if sample_weight is None else sample_weight[rows]
     Z = X @ coef
     S = loss.derivative(Z, y)
     if clip is not None:
         S = clip_derivatives(S, norms, clip, vector=S.ndim == 2)
+    S = weigh(S, sample_weight)
     denom = X.shape[0] if n_total is None else n_total
     return np.asarray(X.T @ S) / denom

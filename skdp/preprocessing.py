@@ -31,6 +31,7 @@ from .privacy import (
     private_quantile,
     pure_noise_scale,
 )
+from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
 
 __all__ = ["DPMinMaxScaler", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
@@ -58,14 +59,14 @@ def _public_bounds(bounds, n_features):
     return lo, hi
 
 
-def _charge_and_bound(scaler, X, privacy_ledger):
+def _charge_and_bound(scaler, X, privacy_ledger, **plan_kwargs):
     """Charge the ledger (before reading X), validate X, and return ``(X, lower, upper, derived)``.
 
     ``derived`` is True when the bounds were read from the data (with a
     :class:`~skdp.PrivacyLeakWarning`; the caller reports an infinite epsilon).
     With ``bounds="auto"`` the bounds are ``None``: the caller selects them privately.
     """
-    charge(scaler, X, privacy_ledger)
+    charge(scaler, X, privacy_ledger, **plan_kwargs)
     X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True)
     if _is_auto(scaler.bounds):
         return X, None, None, False
@@ -241,6 +242,16 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         never from numpy's global generator. A seed makes the fit reproducible;
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0; larger weights
+        are clipped to it, with a ``UserWarning``). Used only when ``fit``
+        gets ``sample_weight``: the weighted fit releases the weighted sums
+        ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i^2`` and the total weight
+        ``(1/n) sum w_i`` (one more coordinate of the first release), each
+        sensitivity ``max_sample_weight`` times the unweighted one (the first
+        with the extra coordinate), and divides the sums by the noisy total.
+        Without ``sample_weight`` nothing changes; see
+        :doc:`/user_guide/weights`.
 
     Attributes
     ----------
@@ -292,6 +303,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "clip_norm": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
         "bound_budget_fraction": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "random_state": ["random_state"],
+        **WEIGHT_CONSTRAINTS,
     }
 
     #: clip_norm="auto": the quantile of the row norms ||u_i|| chosen privately
@@ -301,7 +313,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     _auto_fraction_clip = 0.2
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, bounds="auto", with_mean=True, with_std=True,
-                 mean_fraction=0.85, clip_norm=None, bound_budget_fraction="auto", random_state=None):
+                 mean_fraction=0.85, clip_norm=None, bound_budget_fraction="auto", random_state=None,
+                 max_sample_weight=1.0):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -311,18 +324,30 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.clip_norm = clip_norm
         self.bound_budget_fraction = bound_budget_fraction
         self.random_state = random_state
+        self.max_sample_weight = max_sample_weight
 
     def _public_bounds(self, n_features):
         return _public_bounds(self.bounds, n_features)
 
     @staticmethod
-    def _sensitivities(d, n, radius=None):
+    def _sensitivities(d, n, radius=None, weight=None):
         """L2 sensitivities (replace-one, public ``n``) of the means of ``u`` and ``u**2``.
 
         ``u`` in ``[-1/2, 1/2]^d``, and ``||u|| <= radius`` when a radius is given
-        (the derivation is in the class docstring).
+        (the derivation is in the class docstring). ``weight=W`` (a weighted
+        fit): the releases are ``(1/n) sum w_i (u_i, 1/2)`` (the total weight as
+        one more coordinate, each row's vector of norm ``<= W sqrt(||u||^2 + 1/4)``,
+        so ``2 W`` times that) and ``(1/n) sum w_i u_i^2`` (``W`` times the
+        unweighted sensitivity: each row's vector is ``w_i`` times a vector of
+        the unweighted argument).
         """
         box_mean, box_square = math.sqrt(d), math.sqrt(d) / 4
+        if weight is not None:
+            W = float(weight)
+            mean = math.sqrt(d + 1) if radius is None else min(2 * math.sqrt(float(radius) ** 2 + 0.25),
+                                                               math.sqrt(d + 1))
+            square = DPStandardScaler._sensitivities(d, n, radius)[1]
+            return W * mean / n, W * square
         if radius is None:
             return box_mean / n, box_square / n
         c = float(radius)
@@ -374,8 +399,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         scales = [sens[0] * unit / math.sqrt(f), sens[1] * unit / math.sqrt(1 - f)]
         return [GaussianEvent(s, b) for s, b in zip(sens, scales)], scales
 
-    def planned_events(self, n_samples, n_features=None):
+    def planned_events(self, n_samples, n_features=None, weighted=False):
         """Events a fit on ``n_samples`` rows releases (``None``: bounds come from the data).
+
+        ``weighted``: a fit with ``sample_weight`` (see ``max_sample_weight``).
 
         With ``clip_norm="auto"`` the radius is chosen during the fit; both noise
         scales are proportional to the sensitivities, so the events priced at
@@ -388,16 +415,22 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         d = _planned_features(self, n_features)
         self._public_bounds(d)
         radius = None if self.clip_norm is None or isinstance(self.clip_norm, str) else self.clip_norm
-        return self._selection_events(d) + self._events(self._sensitivities(d, int(n_samples), radius), d)[0]
+        W = weight_bound(self) if weighted else None
+        return self._selection_events(d) + self._events(self._sensitivities(d, int(n_samples), radius, W), d)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, privacy_ledger=None):
+    def fit(self, X, y=None, sample_weight=None, privacy_ledger=None):
         """Compute the private mean and scale.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : None
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``):
+            the weighted mean and variance, as scikit-learn's, from the noisy
+            weighted sums and the noisy total weight (see ``max_sample_weight``).
         privacy_ledger : PrivacyLedger or None, default=None
             Charged before the data is read (or the active ``with ledger:``).
 
@@ -407,8 +440,14 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
-        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
+        check_weight_params(self)
+        weighted = sample_weight is not None
+        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger, weighted=weighted)
         n, d = X.shape
+        weights = None
+        if weighted:
+            weights = row_weights(self, sample_weight, X)
+            weights = np.ones(n) if weights is None else weights
         rng = fit_randomness(self)
         eps0 = self._selection_epsilon(d)
         events, self.quantile_ = [], None
@@ -429,12 +468,19 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             radius = None  # the box already bounds every row by sqrt(d)/2
         if radius is not None:
             U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
-        sens = self._sensitivities(d, n, radius)
+        sens = self._sensitivities(d, n, radius, weight_bound(self) if weighted else None)
         release_events, scales = self._events(sens, d)
         events = events + release_events
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
-        umean = np.clip(U.mean(axis=0) + draw(rng, scales[0], d), -0.5, 0.5)
-        usecond = np.mean(U**2, axis=0) + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
+        if weighted:
+            # (1/n) sum w_i (u_i, 1/2) and (1/n) sum w_i u_i^2, divided by the noisy total weight
+            first = np.append(weights @ U, 0.5 * weights.sum()) / n + draw(rng, scales[0], d + 1)
+            total = max(2.0 * first[d], 1.0 / n)
+            umean = np.clip(first[:d] / total, -0.5, 0.5)
+            usecond = ((weights @ U**2) / n + draw(rng, scales[1], d)) / total
+        else:
+            umean = np.clip(U.mean(axis=0) + draw(rng, scales[0], d), -0.5, 0.5)
+            usecond = np.mean(U**2, axis=0) + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up.
         floor = max(1e-4, 2.0 * float(scales[1]))

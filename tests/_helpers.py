@@ -19,6 +19,18 @@ DELTA = 1e-5
 UNDER = 50  # positive controls: noise divided by this
 
 
+#: sklearn's sample-weight equivalence checks fit integer weights and the rows repeated that many times with
+#: the same seed and require the same predictions. No DP estimator can pass them: its noise and schedule
+#: depend on the public n (the number of rows, not the sum of the weights), and every weight is bounded by
+#: max_sample_weight (default 1). The equivalence skdp promises (integer weights == repeated rows in the
+#: noiseless limit, for every estimator) is tested in test_sklearn_parity.py.
+WEIGHT_EQUIVALENCE_CHECKS = {
+    f"check_sample_weight_equivalence_on_{kind}_data": "a DP fit's noise depends on the public n; the "
+                                                        "noiseless equivalence is in test_sklearn_parity.py"
+    for kind in ("dense", "sparse")
+}
+
+
 def empirical_epsilon_lower_bound(s0, s1, delta=DELTA, level=0.025):
     """Lower bound on epsilon from scores in world 0 (s0) and world 1 (s1): skdp.audit's test.
 

@@ -7,6 +7,7 @@ input array. The matrix size is ``len(DATA_CASES) x len(ESTIMATORS)`` plus one
 invalid-parameter case per parameter and kind of bad value.
 """
 
+import inspect
 import math
 import warnings
 
@@ -349,3 +350,67 @@ def test_multi_output_bad_targets(case):
 def test_planned_events_bad_n_targets(value):
     with pytest.raises((ValueError, TypeError), match="n_targets"):
         clone(ESTIMATORS["DPRidge"]).planned_events(30, 3, n_targets=value)
+
+
+# --- sample_weight: every estimator whose fit takes it (sklearn's DPMinMaxScaler counterpart does not) -------
+def _takes_weights(est):
+    return isinstance(est, DPGridSearchCV) or "sample_weight" in inspect.signature(est.fit).parameters
+
+
+def _weights_with(value, n=30):
+    w = np.ones(n)
+    w[4] = value
+    return w
+
+
+WEIGHT_CASES = [
+    ("negative", lambda n: _weights_with(-1.0, n), "sample_weight must be non-negative"),
+    ("NaN", lambda n: _weights_with(np.nan, n), "sample_weight contains NaN"),
+    ("inf", lambda n: _weights_with(np.inf, n), "sample_weight contains infinity"),
+    ("wrong length", lambda n: np.ones(n - 1), r"sample_weight\.shape"),
+    ("2-D", lambda n: np.ones((n, 2)), "Sample weights must be 1D"),
+    ("all zero", lambda n: np.zeros(n), "at least one non-zero"),
+    ("strings", lambda n: np.array(["a"] * n, dtype=object), "sample_weight: could not convert"),
+]
+
+
+@pytest.mark.parametrize("case", WEIGHT_CASES, ids=[c[0] for c in WEIGHT_CASES])
+@pytest.mark.parametrize("name", [n for n in ESTIMATORS if _takes_weights(ESTIMATORS[n])])
+def test_bad_sample_weight(name, case):
+    label, build, match = case
+    est = clone(ESTIMATORS[name])
+    X, y = _data(est)
+    w = build(len(y))
+    fit = (lambda: est.fit(X, sample_weight=w)) if isinstance(est, TRANSFORMERS) else (
+        lambda: est.fit(X, y, sample_weight=w))
+    with pytest.raises(ValueError, match=match):
+        _call_and_check_untouched(fit, X, y, w)
+
+
+def test_the_weight_parameters_are_in_the_matrix():
+    """max_sample_weight (every estimator taking sample_weight) and class_weight (the classifiers) are covered."""
+    covered = {(name, param) for name, param, _ in PARAM_CASES}
+    for name, est in ESTIMATORS.items():
+        if _takes_weights(est) and not isinstance(est, DPGridSearchCV):
+            assert (name, "max_sample_weight") in covered
+        if is_classifier(est) and not isinstance(est, DPGridSearchCV):
+            assert (name, "class_weight") in covered
+
+
+@pytest.mark.parametrize("name", [n for n, e in ESTIMATORS.items() if "max_sample_weight" in e.get_params()])
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf, math.nan])
+def test_bad_max_sample_weight_values(name, value):
+    est = clone(ESTIMATORS[name]).set_params(max_sample_weight=value)
+    X, y = _data(est)
+    with pytest.raises(ValueError, match="max_sample_weight"):
+        _fit(est, X, y)
+
+
+@pytest.mark.parametrize("name", [n for n, e in ESTIMATORS.items() if "class_weight" in e.get_params()])
+@pytest.mark.parametrize("value, match", [("balanced", "class_weight='balanced'"), ({1: -1.0}, "class_weight"),
+                                          ({1: math.inf}, "class_weight"), ({5: 2.0}, "class_weight")])
+def test_bad_class_weight_values(name, value, match):
+    est = clone(ESTIMATORS[name]).set_params(class_weight=value)
+    X, y = _data(est)
+    with pytest.raises(ValueError, match=match):
+        _call_and_check_untouched(lambda: _fit(est, X, y), X, y)

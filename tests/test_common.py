@@ -26,6 +26,8 @@ from skdp import (
 from skdp.exceptions import PrivacyLeakWarning
 from skdp.solvers import SOLVERS, estimator_solvers
 
+from ._helpers import WEIGHT_EQUIVALENCE_CHECKS
+
 # The classifiers' default classes="auto" selects the label set privately: at epsilon=1 a label needs
 # about 100 rows to be kept, and sklearn's checks fit 10-300 rows with 3-100 per label, where no
 # (1, 1e-5)-DP mechanism can release a label reliably (group privacy: a label carried by c rows is
@@ -91,9 +93,19 @@ def test_every_public_estimator_with_a_solver_is_checked():
     assert public == {cls for cls, _, _ in ESTIMATOR_KINDS}
 
 
-# No check is expected to fail: sklearn's score thresholds are skipped through the
+def _expected_failures(estimator):
+    """sklearn's exact weight-equivalence checks (see ``tests/_helpers.py``), and for ``dp_svrg_pp`` the
+    class-weight check, which sets ``max_iter=1000``: 1000 doubling epochs, refused (at most 20)."""
+    failures = dict(WEIGHT_EQUIVALENCE_CHECKS)
+    if getattr(estimator, "solver", None) == "dp_svrg_pp" and "class_weight" in estimator.get_params():
+        failures["check_class_weight_classifiers"] = ("the check sets max_iter=1000; dp_svrg_pp doubles its "
+                                                      "inner steps every epoch and refuses more than 20")
+    return failures
+
+
+# No other check is expected to fail: sklearn's score thresholds are skipped through the
 # documented ``poor_score`` tag, which exists for estimators like these.
-@parametrize_with_checks(ESTIMATORS)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     if getattr(estimator, "classes", "auto") is None:
         # the label set read from the data on purpose (see _LABELS_FROM_DATA): that leak is
@@ -105,6 +117,6 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
 
 
-@parametrize_with_checks(CLASSES_AUTO)
+@parametrize_with_checks(CLASSES_AUTO, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible_private_label_set(estimator, check):
     check(estimator)

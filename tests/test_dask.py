@@ -66,3 +66,16 @@ def test_dask_input_errors():
     bad[5, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         MultiPartyDPLogisticRegression(classes=[0, 1]).fit(da.from_array(bad, chunks=(CHUNKS, 5)), y)
+
+
+def test_weighted_dask_fit_equals_in_process():
+    """sample_weight is split with the row chunks (each party holds its records' weights)."""
+    X, y = _data()
+    w = np.random.RandomState(1).uniform(0, 2, len(y))
+    labels = np.repeat(np.arange(len(CHUNKS)), CHUNKS)
+    make = lambda: MultiPartyDPLogisticRegression(1.0, classes=[0, 1], random_state=3,  # noqa: E731
+                                                  max_sample_weight=2.0)
+    ref = make().fit(X, y, sample_weight=w, parties=labels)
+    est = make().fit(da.from_array(X, chunks=(CHUNKS, 5)), y, sample_weight=w)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    assert not np.array_equal(ref.coef_, make().fit(X, y, parties=labels).coef_)

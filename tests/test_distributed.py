@@ -25,6 +25,8 @@ from skdp.distributed._mpc import party_seed
 from skdp.privacy import price
 from skdp.privacy.mechanisms import scaled_noise
 
+from ._helpers import WEIGHT_EQUIVALENCE_CHECKS
+
 
 # ------------------------------------------------------------------------------------------
 # ring and shares
@@ -199,8 +201,8 @@ def test_audit_of_the_multi_party_fit():
 
 def _expected_failed(estimator):
     if estimator.solver != "mpc_output_pert":
-        return {}
-    return {"check_classifiers_train": "predict_log_proba is the stable log-sigmoid (finite for every score); the "
+        return dict(WEIGHT_EQUIVALENCE_CHECKS)
+    return {**WEIGHT_EQUIVALENCE_CHECKS, "check_classifiers_train": "predict_log_proba is the stable log-sigmoid (finite for every score); the "
             "check compares it with np.log(predict_proba), which is -inf where output perturbation's scores "
             "(~1e3 on the check's unscaled rows) underflow the probability to 0"}
 

@@ -15,7 +15,9 @@ from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
                         ovr_budget, ovr_targets, release)
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ..bounds import bound_features
+from ..losses import weigh
 from ..privacy import (
     GaussianEvent,
     L2LaplaceEvent,
@@ -29,24 +31,25 @@ from ._mpc import SEED_BITS, FixedPointRing, SecureAggregator, party_seed, secre
 
 __all__ = ["MultiPartyDPLogisticRegression", "split_parties"]
 
-def _clipped_mean_gradient(X, ys, norms, theta, G, column=None):
+def _clipped_mean_gradient(X, ys, norms, theta, G, column=None, weights=None):
     """One party's mean logistic gradient, per-example clipped to ``G`` (runs where the party's rows are).
 
-    ``column``: the one-vs-rest class whose labels ``ys[:, column]`` are used."""
+    ``column``: the one-vs-rest class whose labels ``ys[:, column]`` are used; ``weights``: the rows'
+    weights (``None``: all 1), applied after clipping."""
     ys = ys if column is None else ys[:, column]
     S = -ys * special.expit(-ys * (X @ theta))
-    S = S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300))
+    S = weigh(S * np.minimum(1.0, G / np.maximum(np.abs(S) * norms, 1e-300)), weights)
     return X.T @ S / X.shape[0]
 
 
-def _local_solve(X, ys, norms, lam, tau, column=None):
-    """One party's exact regularised ERM (L-BFGS), certified to gradient norm ``tau`` (``column``: as above)."""
+def _local_solve(X, ys, norms, lam, tau, column=None, weights=None):
+    """One party's exact regularised (weighted) ERM (L-BFGS), certified to gradient norm ``tau`` (as above)."""
     ys = ys if column is None else ys[:, column]
 
     def f(w):
         z = X @ w
-        val = np.mean(np.logaddexp(0, -ys * z)) + 0.5 * lam * w @ w
-        grad = X.T @ (-ys * special.expit(-ys * z)) / X.shape[0] + lam * w
+        val = np.mean(weigh(np.logaddexp(0, -ys * z), weights)) + 0.5 * lam * w @ w
+        grad = X.T @ weigh(-ys * special.expit(-ys * z), weights) / X.shape[0] + lam * w
         return val, grad
 
     w = np.zeros(X.shape[1])
@@ -83,7 +86,7 @@ class _DaskParties:
 
     name = "dask"
 
-    def __init__(self, X, ys, bound):
+    def __init__(self, X, ys, bound, weights=None):
         import dask
 
         self._dask = dask
@@ -93,7 +96,8 @@ class _DaskParties:
         parts = []
         for k, block in enumerate(X.to_delayed().ravel()):
             y_part = ys[offsets[k]:offsets[k + 1]]
-            parts.append(dask.delayed(_bind_party)(block, y_part, bound))
+            w_part = None if weights is None else weights[offsets[k]:offsets[k + 1]]
+            parts.append(dask.delayed(_bind_party)(block, y_part, bound, w_part))
         self._data = list(dask.persist(*parts))
         self.n_rows_clipped = int(sum(dask.compute(*[dask.delayed(_clipped_count)(part) for part in self._data])))
         self.sizes = sizes
@@ -104,9 +108,9 @@ class _DaskParties:
         return list(self._dask.compute(*tasks))
 
 
-def _bind_party(block, y_part, bound):
+def _bind_party(block, y_part, bound, w_part=None):
     Xb, norms, n_clipped = bound(block)
-    return Xb, norms, y_part, n_clipped
+    return Xb, norms, y_part, n_clipped, w_part
 
 
 def _clipped_count(part):
@@ -114,8 +118,8 @@ def _clipped_count(part):
 
 
 def _apply_party(fn, part, args):
-    Xp, norms, yp, _ = part
-    return fn(Xp, yp, norms, *args)
+    Xp, norms, yp, _, wp = part
+    return fn(Xp, yp, norms, *args, weights=wp)
 
 
 class _InProcessParties:
@@ -124,8 +128,8 @@ class _InProcessParties:
     name = "inprocess"
 
     def __init__(self, raw, bound):
-        self._data = [_bind_party(Xp, yp, bound) for Xp, yp in raw]
-        self.sizes = [Xp.shape[0] for Xp, _, _, _ in self._data]
+        self._data = [_bind_party(Xp, yp, bound, wp) for Xp, yp, wp in raw]
+        self.sizes = [part[0].shape[0] for part in self._data]
         self.n_rows_clipped = sum(part[3] for part in self._data)
         self.n_features = raw[0][0].shape[1]
 
@@ -219,6 +223,15 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         128-bit seed of its share generator); two such fits never share noise. An ``int`` or
         ``RandomState`` makes the fit reproducible; the guarantee then assumes the seed is secret and
         used for this one release (see ``noise_source_``).
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a record (> 0): larger weights are clipped to it. Every
+        sensitivity (and the public bound on the shared vectors) is proportional to it (to it times the
+        largest class weight with ``class_weight``), whether or not ``fit`` gets weights; see
+        :doc:`/user_guide/weights`.
+    class_weight : dict or None, default=None
+        Public weights ``{label: weight}`` (``>= 0``; a label without an entry has weight 1) that multiply
+        each record's ``sample_weight``, as in scikit-learn. ``"balanced"`` is refused: it needs the
+        private class counts.
 
     Attributes
     ----------
@@ -279,12 +292,14 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         "tol": [Interval(Real, 0, None, closed="neither")],
         "frac_bits": [Interval(Integral, 8, 48, closed="both")],
         "random_state": ["random_state"],
+        **WEIGHT_CONSTRAINTS,
+        **CLASS_WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, solver="mpc_grad_pert", mechanism="deprecated", alpha=1e-3,
                  data_norm=1.0,
                  fit_intercept=True, n_parties=2, classes="auto", max_iter=None, tol=1e-6, frac_bits=32,
-                 random_state=None):
+                 random_state=None, max_sample_weight=1.0, class_weight=None):
         self.epsilon = epsilon
         self.delta = delta
         self.solver = solver
@@ -298,6 +313,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         self.tol = tol
         self.frac_bits = frac_bits
         self.random_state = random_state
+        self.max_sample_weight = max_sample_weight
+        self.class_weight = class_weight
 
     # -- calibration (public quantities only) ----------------------------------------------
     def _rounding(self, d):
@@ -312,6 +329,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """(sensitivity of the released average, noise scale, events, T); one-vs-rest for ``n_classes > 2``."""
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
+        W = weight_bound(self)  # a record of weight <= W: every per-record bound below is W times larger
         # classes="auto": the label-set selection comes first; the solver gets what basic composition leaves
         selection = class_selection_events(self, n)
         eps, delta = basic_split(selection, self.epsilon, self.delta)
@@ -320,7 +338,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
                                  "'mpc_output_pert' for pure epsilon-DP.")
             T = self._steps(n)
-            sens = (2 * (K / 2) / n_min + self._rounding(d)) / m
+            sens = (2 * (K / 2) * W / n_min + self._rounding(d)) / m
 
             def events_for(b):
                 return [GaussianEvent(sens, calibrate_gaussian(T * sens**2, b.epsilon, b.delta), T)]
@@ -329,8 +347,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 raise ValueError("solver='mpc_output_pert' needs alpha > 0 (strong convexity bounds its "
                                  "sensitivity).")
             T = 1
-            tau = self.tol * 2 * K / n_min
-            sens = (2 * K / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
+            tau = self.tol * 2 * K * W / n_min
+            sens = (2 * K * W / (n_min * self.alpha) + 2 * tau / self.alpha + self._rounding(d)) / m
 
             def events_for(b):
                 if self.delta == 0:
@@ -375,15 +393,21 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             warnings.warn("MultiPartyDPLogisticRegression's 'mechanism' was renamed 'solver' (as in every skdp "
                           "estimator); 'mechanism' will be removed.", FutureWarning, stacklevel=3)
         check_class_set(self)
+        check_weight_params(self)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, parties=None, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, parties=None, privacy_ledger=None):
         """Fit across parties.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or dask array
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Record weights in ``[0, max_sample_weight]`` (larger ones are clipped to it, with a
+            ``UserWarning``; negative ones raise ``ValueError``), held by the record's party: its loss
+            term is weighted (``(1/n_j) sum_i w_i l_i``), a weight 0 removes a record's influence and
+            weights of 1 give the unweighted fit.
         parties : array-like of shape (n_samples,) or None
             The party holding each row (the sizes are public). ``None``: ``n_parties`` contiguous blocks;
             with a dask array the row chunks are the parties.
@@ -402,13 +426,15 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             if X.ndim != 2:
                 raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
             charge(self, X, privacy_ledger, parties=np.repeat(np.arange(len(X.chunks[0])), X.chunks[0]))
-            return self._fit_dask(X, y)
+            return self._fit_dask(X, y, sample_weight)
         charge(self, X, privacy_ledger, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
         rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
         ys, derived = self._encode_labels(y, rng)
+        weights = row_weights(self, sample_weight, X, y, self.classes_)
         blocks = split_parties(X.shape[0], self.n_parties, parties)
-        backend = _InProcessParties([(X[b], ys[b]) for b in blocks], self._bound)
+        backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
+                                    self._bound)
         return self._fit_parties(backend, derived, rng)
 
     def _encode_labels(self, y, rng):
@@ -429,15 +455,18 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _bound(self):
         return functools.partial(_bound_rows, float(self.data_norm), bool(self.fit_intercept))
 
-    def _fit_dask(self, X, y):
+    def _fit_dask(self, X, y, sample_weight=None):
         """Each row chunk of the ``dask.array`` ``X`` is a party (its size is public)."""
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
         rng = fit_randomness(self)
         ys, derived = self._encode_labels(y, rng)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight.compute() if _is_dask(sample_weight) else sample_weight)
+        weights = row_weights(self, sample_weight, np.empty((X.shape[0], 0)), y, self.classes_)
         self.n_features_in_ = int(X.shape[1])
-        return self._fit_parties(_DaskParties(X, ys, self._bound), derived, rng)
+        return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
@@ -460,7 +489,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         ring = FixedPointRing(self.frac_bits)
         # public bound on every shared entry (a clipped mean gradient, or a local minimiser, ||theta|| <= G/alpha):
         # the sum of m of them must fit the ring, or the reconstruction would wrap around
-        bound = float(self.data_norm) if self._solver() == "mpc_grad_pert" else float(self.data_norm) / self.alpha
+        bound = float(self.data_norm) * weight_bound(self)
+        bound = bound if self._solver() == "mpc_grad_pert" else bound / self.alpha
         if m * bound >= ring.limit:
             raise ValueError(f"frac_bits={self.frac_bits} leaves too little integer range for {m} parties' "
                              f"values up to {bound:g}; lower frac_bits.")
@@ -488,8 +518,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _run_protocol(self, backend, agg, shares_of, scale, T, d, sizes, column):
         """One binary fit (labels ``ys[:, column]`` for one-vs-rest): its released aggregates' result."""
         if self._solver() == "mpc_grad_pert":
-            G = float(self.data_norm) / 2
-            eta = 1.9 / (float(self.data_norm) ** 2 / 4 + self.alpha)
+            G = float(self.data_norm) / 2  # the clip of one record's unweighted gradient
+            eta = 1.9 / (weight_bound(self) * float(self.data_norm) ** 2 / 4 + self.alpha)
 
             def noise(r, shape):
                 return gaussian_noise(r, scale, shape)
@@ -500,8 +530,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 g_hat = agg.noisy_average(shares_of(local), noise)
                 theta = theta - eta * (g_hat + self.alpha * theta)
             return theta
-        local = backend.map(_local_solve, float(self.alpha), self.tol * 2 * float(self.data_norm) / sizes.min(),
-                            column)
+        local = backend.map(_local_solve, float(self.alpha),
+                            self.tol * 2 * float(self.data_norm) * weight_bound(self) / sizes.min(), column)
 
         def noise(r, shape):
             if self.delta == 0:

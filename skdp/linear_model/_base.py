@@ -12,6 +12,7 @@ from .._random import fit_randomness
 from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
                         zero_inactive_rows)
 from ..bounds import bound_features, clip_features, private_row_bound, raw_row_bound
+from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
@@ -126,7 +127,7 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
             if side == 1:
                 f_lo *= 0.5
             side = 1
-        if hi - lo <= 1e-7 * epsilon or best_excess >= -1e-9 * epsilon:
+        if hi - lo <= 1e-11 * epsilon or best_excess >= -1e-10 * epsilon:
             break
     if best is None:
         raise ValueError(f"The private bound selections leave no budget for the solver at epsilon={epsilon!r}; "
@@ -156,6 +157,7 @@ class DPLinearModel(BaseEstimator):
         "solver_options": [dict, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        **WEIGHT_CONSTRAINTS,
     }
 
     #: share of ``data_norm`` given to the intercept column when ``intercept_scaling=None``
@@ -208,6 +210,7 @@ class DPLinearModel(BaseEstimator):
         """Checks the constraint table cannot express; run before any data is read."""
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        check_weight_params(self)
         if self.data_norm is not None and self.data_norm != "auto":
             if not math.isfinite(self.data_norm):
                 raise ValueError(f"data_norm must be finite, got {self.data_norm!r}.")
@@ -241,8 +244,13 @@ class DPLinearModel(BaseEstimator):
         return coef_norm
 
     def _problem(self, n, loss, n_outputs, data_norm, *, X=None, y=None, norms=None, label_bound=None,
-                 coef_norm=None, clip_norm=None, solver=None, n_features=None, inf_norm_bound=None):
-        """The solver's problem; data-free (``X=None``) when used for planning."""
+                 coef_norm=None, clip_norm=None, solver=None, n_features=None, inf_norm_bound=None,
+                 sample_weight=None):
+        """The solver's problem; data-free (``X=None``) when used for planning.
+
+        ``max_sample_weight`` of the problem is the public weight bound (:func:`skdp._weights.weight_bound`)
+        whether or not ``sample_weight`` (the rows' weights, ``None``: all 1) is given.
+        """
         constraint = None
         if solver is not None and solver.geometry is not None:
             coef_norm = self._constraint_radius(solver, coef_norm)
@@ -274,6 +282,8 @@ class DPLinearModel(BaseEstimator):
             inf_norm_bound=inf_norm_bound,
             intercept_index=_intercept_row(self.fit_intercept, X, n_features),
             options=dict(self.solver_options or {}),
+            sample_weight=sample_weight,
+            max_sample_weight=weight_bound(self),
         )
 
     def _public_spec(self, shape=None):  # pragma: no cover - abstract
@@ -331,8 +341,10 @@ class DPLinearModel(BaseEstimator):
         return solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
 
     def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None):
+                     data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None, sample_weight=None):
         """Bound X, run the solver, price what it released, and set fitted attributes.
+
+        ``sample_weight``: the rows' weights from :func:`skdp._weights.row_weights` (``None``: all 1).
 
         ``rng`` is the fit's single generator (bound selections made before this
         call must have drawn from it, and ``pre_events`` are their events).
@@ -365,7 +377,7 @@ class DPLinearModel(BaseEstimator):
         problem = self._problem(
             X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
-            clip_norm=clip_norm, solver=solver,
+            clip_norm=clip_norm, solver=solver, sample_weight=sample_weight,
         )
         budget = self._solver_budget(solver, problem, pre_events)
         result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events,

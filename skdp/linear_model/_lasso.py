@@ -16,6 +16,7 @@ from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge, solve_and_release
+from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ._base import selection_epsilon, solver_budget
 
 __all__ = ["DPLasso"]
@@ -126,6 +127,11 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     verbose : int, default=0
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it, whether or not ``fit`` gets
+        weights; see :doc:`/user_guide/weights`.
 
     Attributes
     ----------
@@ -196,6 +202,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         "solver_options": [dict, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        **WEIGHT_CONSTRAINTS,
     }
 
     #: what ``solver="auto"`` runs
@@ -203,7 +210,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, coef_norm="auto", radius="deprecated", solver="auto",
                  fit_intercept=True, feature_bound=1.0, label_bound="auto", bound_budget_fraction=0.2, max_iter=None,
-                 solver_options=None, random_state=None, verbose=0):
+                 solver_options=None, random_state=None, verbose=0, max_sample_weight=1.0):
         self.epsilon = epsilon
         self.delta = delta
         self.coef_norm = coef_norm
@@ -217,6 +224,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
 
     def _ball_radius(self):
         """``coef_norm``, or the deprecated ``radius`` when it is given (warned once, in ``_check_params``)."""
@@ -233,6 +241,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
                           "radius of its coefficient ball); 'radius' will be removed.", FutureWarning, stacklevel=3)
         if not _is_auto(self.label_bound):
             check_label_bound(self.label_bound)
+        check_weight_params(self)
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
         solver.check_options(self.solver_options)
@@ -247,7 +256,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
             return _auto_span(n, self.epsilon) / float(self.feature_bound)
         return float(coef_norm) / bound
 
-    def _problem(self, solver, n, n_features, bound, X=None, y=None, norms=None):
+    def _problem(self, solver, n, n_features, bound, X=None, y=None, norms=None, sample_weight=None):
         p = n_features + int(self.fit_intercept)
         R = float(self.feature_bound)
         radius = self._radius(n, bound)
@@ -258,6 +267,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
             penalty=L2Penalty(0.0, radius=radius), data_norm=R * math.sqrt(p), label_bound=1.0,
             coef_norm=radius, max_iter=self.max_iter, verbose=self.verbose, options=options, n_samples=n,
             n_features=p, constraint=solver.make_constraint({"geometry": "l1"}, radius), inf_norm_bound=R,
+            sample_weight=sample_weight, max_sample_weight=weight_bound(self),
         )
 
     def planned_events(self, n_samples, n_features=None):
@@ -282,13 +292,19 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         return [BoundedRangeEvent(selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, n_samples))] * 2
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
             Charged before the data is touched (or the active ledger).
 
@@ -311,7 +327,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         # the gradient clipping, which is inactive on the L1 ball: one bound covers them all
         Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
         problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
-                                norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])))
+                                norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])),
+                                sample_weight=row_weights(self, sample_weight, X))
         budget = solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
         result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=derived,
                                    n_clipped=n_clipped, n_labels_clipped=int(n_lab))

@@ -12,6 +12,7 @@ from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
 from .._random import fit_randomness
 from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPLogisticRegression"]
@@ -151,6 +152,18 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         ``noise_source_``).
     verbose : int, default=0
         Print the noise scale and privacy spent after fitting.
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it (to it times the largest class weight
+        with ``class_weight``), whether or not ``fit`` gets weights; see
+        :doc:`/user_guide/weights`.
+    class_weight : dict or None, default=None
+        Public weights ``{label: weight}`` (``>= 0``; a label without an entry
+        has weight 1) that multiply each row's ``sample_weight``, as in
+        scikit-learn. The largest of them (at least 1) times
+        ``max_sample_weight`` bounds every row's weight, and the noise scales
+        with it. ``"balanced"`` is refused: it needs the private class counts.
 
     Attributes
     ----------
@@ -215,6 +228,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), None],
         "feature_clip": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        **CLASS_WEIGHT_CONSTRAINTS,
     }
 
     def __init__(
@@ -236,6 +250,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         solver_options=None,
         random_state=None,
         verbose=0,
+        max_sample_weight=1.0,
+        class_weight=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -253,6 +269,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
+        self.class_weight = class_weight
 
     _multiclass = True
     #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``
@@ -308,13 +326,19 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         return loss, (1 if k == 2 else k), None, None
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -345,9 +369,10 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
+        weights = row_weights(self, sample_weight, X, y, classes)
         coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
                                     clip_norm="initial", rng=rng, pre_events=selection.events,
-                                    active=selection.active)
+                                    active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

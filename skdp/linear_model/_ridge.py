@@ -15,6 +15,7 @@ from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
+from .._weights import row_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPRidge"]
@@ -150,6 +151,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     verbose : int, default=0
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it, whether or not ``fit`` gets
+        weights; see :doc:`/user_guide/weights`.
 
     Attributes
     ----------
@@ -252,6 +258,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         solver_options=None,
         random_state=None,
         verbose=0,
+        max_sample_weight=1.0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -268,6 +275,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
 
     _default_intercept_fraction = 1 / math.sqrt(2)
 
@@ -418,7 +426,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         return self.solver == "auto" or bool(getattr(SOLVERS.get(self.solver), "multi_output", False))
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the model with differential privacy.
 
         Parameters
@@ -427,6 +435,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Several targets are fitted jointly, as one release (see the class
             docstring); ``n_targets`` is public, like ``n_samples``.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -451,9 +465,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             charge(self, X, privacy_ledger, n_targets=n_targets)
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                                  y_numeric=True, multi_output=n_targets is not None)
-            return self._fit_targets(X, np.asarray(y, dtype=np.float64))
+            return self._fit_targets(X, np.asarray(y, dtype=np.float64), sample_weight)
 
-    def _fit_targets(self, X, y):
+    def _fit_targets(self, X, y, sample_weight=None):
         """The fit on validated data (``y`` 1-D, or 2-D with ``self._n_targets`` columns)."""
         solver = self._resolve_solver("squared", (X.shape[0], X.shape[1] + int(self.fit_intercept)))
         self._check_multi_output(solver)
@@ -479,6 +493,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             X, Yc[:, 0] if k == 1 else Yc, SquaredLoss(), k, solver, label_bound=_joint_label_bound(k),
             coef_norm=radius, data_derived=any(c[4] for c in columns), clip_norm="initial", rng=rng,
             pre_events=pre_events,
+            sample_weight=row_weights(self, sample_weight, X),
         )
         expected = (X.shape[1] + int(self.fit_intercept),) + (() if k == 1 else (k,))
         if np.shape(coef) != expected:  # a solver that took a (n, k) y for one target must not pass silently

@@ -13,6 +13,7 @@ from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ._base import solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
@@ -38,6 +39,7 @@ class _DPSparseBase(BaseEstimator):
         "solver_options": [dict, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        **WEIGHT_CONSTRAINTS,
     }
 
     #: what ``solver="auto"`` runs
@@ -67,6 +69,7 @@ class _DPSparseBase(BaseEstimator):
             raise ValueError(f"feature_bound must be finite, got {self.feature_bound!r}.")
         if self.clip_norm != "auto" and not math.isfinite(self.clip_norm):
             raise ValueError(f"clip_norm must be finite or 'auto', got {self.clip_norm!r}.")
+        check_weight_params(self)
         solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
         solver.check(self._loss().name, self.delta)
         solver.check_options(self.solver_options or {})
@@ -92,14 +95,17 @@ class _DPSparseBase(BaseEstimator):
         pre = [BoundedRangeEvent(self.bound_budget_fraction * self.epsilon)] + selection
         return PrivacyBudget(*basic_split(pre, self.epsilon, self.delta)), pre
 
-    def _problem(self, solver, n, n_features, X=None, y=None, clip=None):
+    def _problem(self, solver, n, n_features, X=None, y=None, clip=None, sample_weight=None):
+        """The solver's problem; ``clip`` is the estimator's clip norm, the problem's is ``W`` times it."""
         p = n_features + bool(self.fit_intercept)
+        W = weight_bound(self)
         return SparseProblem(
             X=X, y=y, loss=self._loss(), n_nonzero=min(self._n_nonzero(n_features), n_features),
             feature_bound=float(self.feature_bound), free=(p - 1) if self.fit_intercept else None,
-            label_bound=self._label_bound_public(), clip=clip, clip_order=solver.clip_order,
-            learning_rate=self.learning_rate, max_iter=self.max_iter, options=dict(self.solver_options or {}),
-            verbose=self.verbose, n_samples=n, n_features=p,
+            label_bound=self._label_bound_public(), clip=None if clip is None else W * clip,
+            clip_order=solver.clip_order, learning_rate=self.learning_rate, max_iter=self.max_iter,
+            options=dict(self.solver_options or {}), verbose=self.verbose, n_samples=n, n_features=p,
+            sample_weight=sample_weight, max_sample_weight=W,
         )
 
     def planned_events(self, n_samples, n_features=None):
@@ -141,7 +147,8 @@ class _DPSparseBase(BaseEstimator):
     def _guaranteed_public(self):
         return True
 
-    def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, **diagnostic_values):
+    def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, sample_weight=None,
+                    **diagnostic_values):
         """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
         and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``).
         ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._release.ovr_targets`) fits the ``k``
@@ -156,7 +163,8 @@ class _DPSparseBase(BaseEstimator):
         rng = fit_randomness(self) if rng is None else rng
         _, pre_events = self._budgets(solver, n)
         budget = self._solver_budget(solver, n, d, pre_events)
-        problem = self._problem(solver, n, d, X=Xc, y=y_enc)
+        problem = self._problem(solver, n, d, X=Xc, y=y_enc, sample_weight=sample_weight)
+        clip = None
         if solver.clip_order is not None:
             if self._auto_clip(solver):
                 # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row); for the
@@ -164,11 +172,11 @@ class _DPSparseBase(BaseEstimator):
                 # private choice serves the k fits
                 y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
-                problem.clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
+                clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
                 pre_events = [event] + pre_events[1:]
             else:
-                problem.clip = float(self.clip_norm)
-        clip = problem.clip
+                clip = float(self.clip_norm)
+            problem.clip = problem.max_sample_weight * clip  # each weighted row's contribution bound
         if np.ndim(y_enc) == 2:
             solver = one_vs_rest(solver, y_enc.shape[1], pre_events, self.delta)
         result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived,
@@ -242,6 +250,12 @@ _SHARED_PARAMS_DOC = """
         reproducible; the guarantee then assumes it is secret and used for one
         release (see ``noise_source_``).
     verbose : int, default=0
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it (to it times the largest class weight
+        with ``class_weight``), whether or not ``fit`` gets weights; see
+        :doc:`/user_guide/weights`.
 """
 
 _SHARED_ATTRS_DOC = """
@@ -343,6 +357,7 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         solver_options=None,
         random_state=None,
         verbose=0,
+        max_sample_weight=1.0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -358,6 +373,7 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
 
     def _loss(self):
         return SquaredLoss()
@@ -379,13 +395,19 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         return solver
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the sparse model with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
             Charge the fit to this ledger (or the active one) before the data is used.
 
@@ -405,7 +427,8 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
             y_enc, centre = y.copy(), 0.0
             self.label_bound_ = None
             n_labels_clipped = 0
-        return self._fit_sparse(X, y_enc, centre, n_labels_clipped=n_labels_clipped)
+        return self._fit_sparse(X, y_enc, centre, n_labels_clipped=n_labels_clipped,
+                                sample_weight=row_weights(self, sample_weight, X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -450,6 +473,12 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         costs). ``None`` reads it from the data, with a
         :class:`~skdp.PrivacyLeakWarning`, and ``privacy_spent_`` is then
         ``epsilon=inf``.
+    class_weight : dict or None, default=None
+        Public weights ``{label: weight}`` (``>= 0``; a label without an entry
+        has weight 1) that multiply each row's ``sample_weight``, as in
+        scikit-learn; the largest of them (at least 1) times
+        ``max_sample_weight`` bounds every row's weight. ``"balanced"`` is
+        refused: it needs the private class counts.
 
     Attributes
     ----------""" + _SHARED_ATTRS_DOC + """    classes_ : ndarray of shape (n_classes,)
@@ -494,6 +523,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     _parameter_constraints: dict = {
         **_DPSparseBase._parameter_constraints,
         "classes": ["array-like", StrOptions({"auto"}), None],
+        **CLASS_WEIGHT_CONSTRAINTS,
     }
 
     def __init__(
@@ -513,6 +543,8 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         solver_options=None,
         random_state=None,
         verbose=0,
+        max_sample_weight=1.0,
+        class_weight=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -528,6 +560,8 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
+        self.class_weight = class_weight
 
     def _loss(self):
         return LogisticLoss()
@@ -544,13 +578,19 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         return super()._check_params()
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the sparse classifier with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
 
         Returns
@@ -566,7 +606,8 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
-        self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active)
+        self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
+                         sample_weight=row_weights(self, sample_weight, X, y, selection.classes))
         if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
         self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"

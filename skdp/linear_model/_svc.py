@@ -13,6 +13,7 @@ from ..solvers import SolverChoice
 from .._random import fit_randomness
 from .._release import (LinearClassifierMixin, OneVsRest, charge, check_class_set, fit_classes, one_vs_rest,
                         ovr_targets)
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPLinearSVC"]
@@ -82,6 +83,18 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     verbose : int, default=0
+    max_sample_weight : float, default=1.0
+        Public bound on the ``sample_weight`` of a row (> 0): larger weights
+        are clipped to it, with a ``UserWarning``. Every sensitivity, and so
+        the noise, is proportional to it (to it times the largest class weight
+        with ``class_weight``), whether or not ``fit`` gets weights; see
+        :doc:`/user_guide/weights`.
+    class_weight : dict or None, default=None
+        Public weights ``{label: weight}`` (``>= 0``; a label without an entry
+        has weight 1) that multiply each row's ``sample_weight``, as in
+        scikit-learn. The largest of them (at least 1) times
+        ``max_sample_weight`` bounds every row's weight, and the noise scales
+        with it. ``"balanced"`` is refused: it needs the private class counts.
 
     Attributes
     ----------
@@ -143,11 +156,13 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "classes": ["array-like", StrOptions({"auto"}), None],
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
+        **CLASS_WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, solver="auto", alpha=0.01, fit_intercept=True,
                  intercept_scaling=None, data_norm="auto", bound_budget_fraction=0.05, classes="auto",
-                 coef_norm=None, max_iter=None, solver_options=None, random_state=None, verbose=0):
+                 coef_norm=None, max_iter=None, solver_options=None, random_state=None, verbose=0,
+                 max_sample_weight=1.0, class_weight=None):
         self.epsilon = epsilon
         self.delta = delta
         self.solver = solver
@@ -162,6 +177,8 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self.solver_options = solver_options
         self.random_state = random_state
         self.verbose = verbose
+        self.max_sample_weight = max_sample_weight
+        self.class_weight = class_weight
 
     _default_solver = "noisy_sgd"
 
@@ -201,13 +218,19 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         return HingeLoss(), 1, None, None
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, sample_weight=None, privacy_ledger=None):
         """Fit the classifier with differential privacy.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
+            to it, with a ``UserWarning``; negative ones raise ``ValueError``).
+            The loss is ``(1/n) sum_i w_i phi_i`` with ``n`` the public number
+            of rows: a weight 0 removes a row's influence, weights of 1 give the
+            unweighted fit.
         privacy_ledger : PrivacyLedger or None, default=None
 
         Returns
@@ -227,9 +250,10 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
         solver = one_vs_rest(binary, k)
+        weights = row_weights(self, sample_weight, X, y, selection.classes)
         coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
                                     clip_norm="initial", rng=rng, pre_events=selection.events,
-                                    active=selection.active)
+                                    active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)
         return self
 

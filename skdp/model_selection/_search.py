@@ -9,6 +9,7 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier, _fit_context
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, _routing_enabled, process_routing
 from sklearn.utils.validation import (
     _num_features,
     _num_samples,
@@ -162,8 +163,8 @@ def _set_budget(est, epsilon, delta, seed=None):
     return est
 
 
-def _fit_one(est, X, y):
-    return est.fit(X, y)
+def _fit_one(est, X, y, **fit_params):
+    return est.fit(X, y, **fit_params)
 
 
 class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
@@ -325,7 +326,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return lo, d_c
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, privacy_ledger=None):
+    def fit(self, X, y, privacy_ledger=None, **params):
         """Run the private search.
 
         Parameters
@@ -336,11 +337,23 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             Charge the whole search, once, as an ``(epsilon, delta)`` release
             (its candidate fits are not charged separately). ``None`` uses the
             ledger of an enclosing ``with ledger:`` block, if any.
+        **params : dict
+            Fit parameters of the candidates, e.g. ``sample_weight``; an array
+            of one value per row is split with the rows (the candidates get
+            the training part). With ``sklearn.set_config(enable_metadata_routing=True)``
+            they are routed as the estimator requests them (``set_fit_request``,
+            on the steps of a Pipeline); without it they are passed to the
+            estimator's ``fit``. The private selection scores the validation
+            rows unweighted (its sensitivity is that of one unweighted row).
 
         Returns
         -------
         self : object
         """
+        if _routing_enabled():
+            fit_params = process_routing(self, "fit", **params).estimator.fit
+        else:
+            fit_params = params
         self._check_estimator()
         cands = self._candidates()
         # shape checks only (the candidates validate the values): a clear error before any split
@@ -360,7 +373,17 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})",
                           noise_source=source)
         with suspend_active_ledger():
-            return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source)
+            return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params)
+
+    def get_metadata_routing(self):
+        """Routing of the fit parameters to the candidates' ``fit`` (see :meth:`fit`).
+
+        Returns
+        -------
+        routing : MetadataRouter
+        """
+        return MetadataRouter(owner=self).add(estimator=self.estimator,
+                                              method_mapping=MethodMapping().add(caller="fit", callee="fit"))
 
     def _check_estimator(self):
         """A DP estimator, or a Pipeline whose steps are all DP, stateless or declared public."""
@@ -376,7 +399,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if leaks:
             raise ValueError(f"DPGridSearchCV refuses this estimator: {leak_message(leaks)}")
 
-    def _fit(self, X, y, cands, n, n_val, eps_c, d_c, root, source):
+    def _fit(self, X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params=None):
         X, y = indexable(X, y)
         # one root per search (fresh OS entropy for random_state=None): child 0 drives the split and the
         # selection, child i + 1 every DP step of candidate i (independent noise, never a parameter)
@@ -386,10 +409,12 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
 
         Xt, yt = _take(X, train_idx), _take(y, train_idx)
+        train_params = {key: (_take(value, train_idx) if _num_rows(value) == n else value)
+                        for key, value in (fit_params or {}).items()}
         Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))
         ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, (s, child_source(source, i + 1)))
                 for i, (p, s) in enumerate(zip(cands, seeds[1:]))]
-        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt) for e in ests)
+        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt, **train_params) for e in ests)
 
         # Private selection on the validation part only.
         if is_classifier(self.estimator):
@@ -439,6 +464,14 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)
+
+
+def _num_rows(value):
+    """Number of rows of an array-like fit parameter, else ``None`` (it is passed whole)."""
+    try:
+        return _num_samples(value)
+    except TypeError:
+        return None
 
 
 def _take(A, idx):

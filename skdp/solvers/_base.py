@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
+from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss, weigh
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
@@ -26,6 +26,15 @@ class Problem:
     ``coef_norm`` is the radius ``M`` of the ball the coefficients are
     constrained to (Frobenius for ``(p, k)`` coefficients; ``None`` when
     unconstrained). Only ``n`` and the bounds enter any sensitivity.
+
+    Weighted fits minimise ``(1/n) sum w_i phi(<w, x_i>, y_i) + penalty`` with
+    ``0 <= w_i <= W`` (``sample_weight``, ``max_sample_weight = W``, public):
+    a row's weight multiplies its (clipped) per-example gradient
+    (:meth:`weights`), so :attr:`lipschitz_bound`, :attr:`gradient_bound`,
+    :attr:`smoothness` and :attr:`hessian_bound` are ``W`` times the loss's and
+    every sensitivity built on them scales with ``W``; :attr:`clip` stays the
+    clip norm of the unweighted per-example gradient. ``n`` stays the public
+    number of rows (not the sum of the weights).
     """
 
     X: object
@@ -51,6 +60,10 @@ class Problem:
     inf_norm_bound: float = None
     #: row of ``coef`` that holds the intercept (its constant column), else ``None``
     intercept_index: int = None
+    #: row weights in ``[0, max_sample_weight]`` (data, hidden by :func:`public_view`); ``None``: all 1
+    sample_weight: np.ndarray = None
+    #: public bound ``W`` on the row weights: every per-example bound is ``W`` times the loss's
+    max_sample_weight: float = 1.0
 
     @property
     def n(self):
@@ -86,9 +99,20 @@ class Problem:
     clip_norm: float = None
 
     @property
+    def weight_bound(self):
+        """The public bound ``W`` on the row weights (``max_sample_weight``) as a float."""
+        return float(self.max_sample_weight)
+
+    @property
     def lipschitz_bound(self):
-        """Per-example gradient bound of the (unclipped) loss over the domain."""
-        return self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+        """Per-example gradient bound of the (unclipped, weighted) loss over the domain."""
+        return self.weight_bound * self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+
+    @property
+    def unit_gradient_bound(self):
+        """The per-example gradient bound of one row of weight 1 (the clip norm of the unweighted gradient)."""
+        G = self.loss.lipschitz(self.data_norm, self.label_bound, self.coef_norm)
+        return G if self.clip_norm is None else min(G, self.clip_norm)
 
     @property
     def gradient_bound(self):
@@ -96,30 +120,49 @@ class Problem:
 
         Replace-one changes one per-example term by at most ``2G``. It is the
         loss's own bound, or the clip norm when per-example clipping to a
-        smaller norm is requested.
+        smaller norm is requested, times the weight bound ``W``.
         """
-        G = self.lipschitz_bound
-        return G if self.clip_norm is None else min(G, self.clip_norm)
+        return self.weight_bound * self.unit_gradient_bound
 
     @property
     def clip(self):
-        """Clip norm for per-example gradients; ``None`` when the loss is provably G-Lipschitz."""
+        """Clip norm for (unweighted) per-example gradients; ``None`` when the loss is provably G-Lipschitz."""
         if self.loss.globally_lipschitz and self.clip_norm is None:
             return None
-        return self.gradient_bound
+        return self.unit_gradient_bound
 
     @property
     def smoothness(self):
-        return self.loss.smoothness(self.data_norm)
+        """Smoothness of each weighted per-example loss, ``W`` times the loss's."""
+        return self.weight_bound * self.loss.smoothness(self.data_norm)
+
+    @property
+    def hessian_bound(self):
+        """Largest eigenvalue of one weighted per-example Hessian, ``W`` times the loss's."""
+        return self.weight_bound * self.loss.hessian_bound(self.data_norm)
+
+    def weights(self, rows=None):
+        """The row weights (of ``rows``), or ``None`` when every weight is 1."""
+        if self.sample_weight is None:
+            return None
+        return self.sample_weight if rows is None else self.sample_weight[rows]
+
+    def weigh(self, S, rows=None):
+        """Per-example derivatives ``S`` (of ``rows``) times their weights, after clipping (:func:`~skdp.losses.weigh`)."""
+        return weigh(S, self.weights(rows))
 
     def mean_gradient(self, coef, rows=None, n_total=None):
         return clipped_mean_gradient(
-            self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows
+            self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows,
+            sample_weight=self.sample_weight,
         )
 
     def objective(self, coef):
         Z = self.X @ coef
-        return float(np.mean(self.loss.value(Z, self.y))) + self.penalty.value(coef)
+        values = self.loss.value(Z, self.y)
+        if self.sample_weight is not None:
+            values = values * self.sample_weight
+        return float(np.mean(values)) + self.penalty.value(coef)
 
 
 def public_view(problem):
@@ -129,7 +172,7 @@ def public_view(problem):
     function of the same public quantities gives the ledger's charge (before
     the data is touched) and the fit's schedule and noise.
     """
-    hidden = {f.name: None for f in fields(problem) if f.name in ("X", "y", "norms")}
+    hidden = {f.name: None for f in fields(problem) if f.name in ("X", "y", "norms", "sample_weight")}
     if problem.X is None:
         return problem
     return replace(problem, **hidden, n_samples=problem.n, n_features=problem.p)

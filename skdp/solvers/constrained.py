@@ -54,7 +54,8 @@ def glm_constants(problem, ball):
     if problem.clip is not None:
         L0 = min(L0, float(problem.clip))
     L1 = loss.curvature * Rq**2
-    return Rq, L0, L1
+    # a row of weight <= W (public) has W times the per-example constants
+    return Rq, problem.weight_bound * L0, problem.weight_bound * L1
 
 
 def _first_batch_gradient(problem, rows):
@@ -70,7 +71,7 @@ def _first_batch_gradient(problem, rows):
     S = problem.loss.derivative(np.zeros(rows.size), y)
     if problem.clip is not None:
         S = clip_derivatives(S, problem.norms[rows], problem.clip)
-    v[rows] = S
+    v[rows] = problem.weigh(S, rows)
     return np.asarray(problem.X.T @ v) / rows.size
 
 
@@ -81,6 +82,7 @@ def _batch_gradients(problem, rows, w1, w0):
     S = problem.loss.derivative(Xb @ np.column_stack([w1, w0]), y[:, None])
     if problem.clip is not None:
         S = clip_derivatives(S, problem.norms[rows], problem.clip)
+    S = problem.weigh(S, rows)
     G = np.asarray(Xb.T @ S) / rows.size
     return G[:, 0], G[:, 1]
 
@@ -497,7 +499,7 @@ class DPAccMD(_BallSolver):
         ball = self._ball(problem)
         Rq, _, L1 = glm_constants(problem, ball)
         dmax = problem.loss.derivative_bound(problem.label_bound, ball.radius, Rq)
-        G = min(problem.gradient_bound, problem.dual_feature_bound(2.0) * dmax)
+        G = min(problem.gradient_bound, problem.weight_bound * problem.dual_feature_bound(2.0) * dmax)
         return G, min(L1, problem.smoothness) + problem.penalty.alpha
 
     def steps(self, problem, budget):

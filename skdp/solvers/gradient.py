@@ -152,7 +152,7 @@ class DPGradientDescent(Solver):
         mu = gdp_mu(budget.epsilon, budget.delta)
         horizon = min(problem.n * mu / size ** 0.25, self._MAX_HORIZON)
         T = max(self._MIN_STEPS, int(math.ceil(horizon / self._HORIZON_PER_STEP)))
-        clip = self._CLIP_FACTOR * problem.gradient_bound
+        clip = self._CLIP_FACTOR * problem.unit_gradient_bound  # the clip of a row of weight 1
         return T, clip, horizon / (T * self._CLIP_FACTOR)
 
     def steps(self, problem, budget):
@@ -384,9 +384,15 @@ class DPSVRGPlusPlus(DPSVRG):
     summary = "DP prox-SVRG++ (doubling epochs), Poisson mini-batches, split RDP accounting"
     defaults = "T = 3 epochs, b = ceil(sqrt n), m = ceil(n/(b 2^T)), inner steps m 2^s, step 1/(2(beta+alpha))"
 
+    #: most epochs: the inner steps double every epoch (20 epochs: over two million steps)
+    max_epochs = 20
+
     def schedule(self, problem):
         n = problem.n
         T = problem.max_iter or self.default_max_iter
+        if T > self.max_epochs:
+            raise ValueError(f"solver='dp_svrg_pp' doubles its inner steps every epoch: max_iter={T} epochs would "
+                             f"run about 2^{T + 1} steps; use max_iter <= {self.max_epochs}.")
         b = int(problem.options.get("batch_size") or math.ceil(math.sqrt(n)))
         b = min(max(b, 1), n)
         m = max(1, int(math.ceil(n / (b * 2**T))))

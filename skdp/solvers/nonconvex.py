@@ -408,8 +408,10 @@ class DPSRM(_PoissonSolver):
                 Xb, S_new, norms = self._derivatives(problem, rows, new)
                 _, S_old, _ = self._derivatives(problem, rows, theta)
                 vector = np.ndim(S_new) == 2
-                a = clip_derivatives(S_new, norms, G, vector=vector)
-                dlt = clip_derivatives(S_new - S_old, norms, C2, vector=vector)
+                # clipped to the bounds over W, then weighted: each row's terms stay within G and C2
+                W = problem.weight_bound
+                a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)
+                dlt = problem.weigh(clip_derivatives(S_new - S_old, norms, C2 / W, vector=vector), rows)
                 contrib = np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
             v = (contrib / b + (1 - gamma) * v + self.penalty_gradient(problem, new)
                  - (1 - gamma) * self.penalty_gradient(problem, theta) + gaussian_noise(rng, std, theta.shape))
@@ -427,8 +429,8 @@ class DPSRM(_PoissonSolver):
             return np.zeros_like(w)
         Xb = problem.X[rows]
         S = problem.loss.derivative(Xb @ w, problem.y[rows])
-        S = clip_derivatives(S, problem.norms[rows], G, vector=np.ndim(S) == 2)
-        return np.asarray(Xb.T @ S)
+        S = clip_derivatives(S, problem.norms[rows], G / problem.weight_bound, vector=np.ndim(S) == 2)
+        return np.asarray(Xb.T @ problem.weigh(S, rows))
 
     @staticmethod
     def theory_constants(G, L, D_F, d, n, epsilon, delta):

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ..losses import clip_derivatives
+from ..losses import clip_derivatives, weigh
 from ..privacy import (BoundedRangeEvent, GaussianEvent, calibrate, gaussian_noise, gumbel_scale,
                        report_noisy_max, zcdp_rho)
 from ._base import SolverPlan, SolverResult, register, unit_interval_option
@@ -52,7 +52,8 @@ def gradient_step(problem, w, learning_rate, active=None):
     if active is None:
         active = np.flatnonzero(w)
     z = X[:, active] @ w[active] if not sp.issparse(X) else np.asarray(X @ w).ravel()
-    S = clip_derivatives(problem.loss.derivative(z, problem.y), problem.row_norms(), problem.clip)
+    S = clip_derivatives(problem.loss.derivative(z, problem.y), problem.row_norms(), problem.unit_clip)
+    S = weigh(S, problem.sample_weight)  # each row's contribution <= problem.clip (W times the unit clip)
     return w - float(learning_rate) * (np.asarray(X.T @ S).ravel() / problem.n)
 
 

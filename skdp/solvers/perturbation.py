@@ -197,7 +197,7 @@ class ObjectivePerturbation(Solver):
     def noise(self, problem, epsilon, delta):
         """(kind, scale, extra_alpha) for one binary / regression problem."""
         zeta = problem.lipschitz_bound  # exact loss: no clipping inside objective perturbation
-        lam_h = problem.loss.hessian_bound(problem.data_norm)
+        lam_h = problem.hessian_bound  # both W times the loss's for rows of weight <= W
         alpha = problem.penalty.alpha
         jf = problem.options.get("jacobian_fraction", 0.5)
         if delta == 0:
@@ -210,7 +210,8 @@ class ObjectivePerturbation(Solver):
     def _binary(problem, y=None):
         """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows."""
         return Problem(problem.X, y, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
-                       options=problem.options, n_samples=problem.n, n_features=problem.p)
+                       options=problem.options, n_samples=problem.n, n_features=problem.p,
+                       sample_weight=problem.sample_weight, max_sample_weight=problem.max_sample_weight)
 
     def make_plan(self, problem, budget):
         k = problem.n_outputs
@@ -250,7 +251,7 @@ class ObjectivePerturbation(Solver):
         lam = problem.penalty.alpha + extra
         n = problem.n
         if problem.loss.quadratic:
-            w, resid = _ridge_on_ball(problem.X, problem.y, lam, b / n, problem.coef_norm)
+            w, resid = _ridge_on_ball(problem.X, problem.y, lam, b / n, problem.coef_norm, problem.sample_weight)
         else:
             w, resid = _minimise_smooth(problem, lam, b / n)
         _certify(resid, b / n)
@@ -276,6 +277,13 @@ def _certify(resid, lin):
         )
 
 
+def _scale_rows(X, factors):
+    """``diag(factors) X`` (dense or CSR)."""
+    if sparse.issparse(X):
+        return sparse.csr_matrix(sparse.diags(factors) @ X)
+    return X * np.asarray(factors)[:, None]
+
+
 def _hessian(X, curv, lam):
     """``X^T diag(curv) X / n + lam I`` as a dense p x p array (X dense or sparse)."""
     n, p = X.shape
@@ -287,13 +295,13 @@ def _hessian(X, curv, lam):
 
 
 def _minimise_smooth(problem, lam, lin):
-    """Minimiser of mean loss + lam/2 ||w||^2 + <lin, w> and its gradient norm (see ``_certify``)."""
+    """Minimiser of (weighted) mean loss + lam/2 ||w||^2 + <lin, w> and its gradient norm (see ``_certify``)."""
     X, y, loss = problem.X, problem.y, problem.loss
 
     def fun(w):
         Z = X @ w
-        val = float(np.mean(loss.value(Z, y))) + 0.5 * lam * w @ w + lin @ w
-        grad = np.asarray(X.T @ loss.derivative(Z, y)) / X.shape[0] + lam * w + lin
+        val = float(np.mean(problem.weigh(loss.value(Z, y)))) + 0.5 * lam * w @ w + lin @ w
+        grad = np.asarray(X.T @ problem.weigh(loss.derivative(Z, y))) / X.shape[0] + lam * w + lin
         return val, grad
 
     scale = max(1.0, float(np.linalg.norm(lin)))
@@ -306,7 +314,7 @@ def _minimise_smooth(problem, lam, lin):
     if resid > 1e-10 * scale:
         # Newton polish: the objective is lam-strongly convex and smooth.
         for _ in range(NEWTON_STEPS):
-            H = _hessian(X, loss.curvature_at(X @ w, y), lam)
+            H = _hessian(X, problem.weigh(loss.curvature_at(X @ w, y)), lam)
             w = w - linalg.solve(H, fun(w)[1], assume_a="pos")
             resid = float(np.linalg.norm(fun(w)[1]))
             if resid <= 1e-10 * scale:
@@ -314,8 +322,10 @@ def _minimise_smooth(problem, lam, lin):
     return w, resid
 
 
-def _ridge_on_ball(X, y, lam, lin, radius):
+def _ridge_on_ball(X, y, lam, lin, radius, sample_weight=None):
     """Exact minimiser of ||Xw - y||^2/(2n) + lam/2 ||w||^2 + <lin, w> over ||w|| <= radius.
+
+    With ``sample_weight`` the squared residuals are weighted (``X^T W X``, ``X^T W y``).
 
     A trust-region subproblem: eigendecompose ``H = X^T X / n + lam I``; the
     minimiser is ``(H + nu I)^{-1} g`` with ``nu >= 0`` the root of the secular
@@ -323,8 +333,9 @@ def _ridge_on_ball(X, y, lam, lin, radius):
     outside the ball. Returns the solution and its constrained KKT residual.
     """
     n = X.shape[0]
-    XtX = np.asarray((X.T @ X).toarray() if hasattr(X, "toarray") else X.T @ X) / n
-    g = np.asarray(X.T @ y).ravel() / n - lin
+    Xw = X if sample_weight is None else _scale_rows(X, sample_weight)
+    XtX = np.asarray((Xw.T @ X).toarray() if hasattr(X, "toarray") else Xw.T @ X) / n
+    g = np.asarray(Xw.T @ y).ravel() / n - lin
     evals, evecs = linalg.eigh(XtX)
     evals = np.maximum(evals, 0.0) + lam
     gt = evecs.T @ g
@@ -437,7 +448,8 @@ def _svrg_certified(problem, lam, lin, tol, rng, max_epochs):
 
     def grad(w, rows=None, m=None):
         Xr, yr = (X, y) if rows is None else (X[rows], y[rows])
-        return np.asarray(Xr.T @ loss.derivative(Xr @ w, yr)) / (Xr.shape[0] if m is None else m)
+        S = problem.weigh(loss.derivative(Xr @ w, yr), rows)
+        return np.asarray(Xr.T @ S) / (Xr.shape[0] if m is None else m)
 
     beta_j = problem.smoothness + lam
     eta = 1.0 / (4 * beta_j)

@@ -162,5 +162,5 @@ class NoisySGDMoreau(NoisySGD):
         X = problem.X[rows]
         norms = problem.norms[rows]
         S = moreau_hinge_derivative(X @ w, problem.y[rows], norms**2, beta)
-        S = clip_derivatives(S, norms, problem.gradient_bound)
-        return np.asarray(X.T @ S) / m
+        S = clip_derivatives(S, norms, problem.unit_gradient_bound)
+        return np.asarray(X.T @ problem.weigh(S, rows)) / m

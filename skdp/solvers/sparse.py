@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-from ..losses import clipped_mean_gradient
+from ..losses import clipped_mean_gradient, weigh
 from ..penalties import L2Penalty, hard_threshold
 from ..privacy import (
     BoundedRangeEvent,
@@ -64,9 +64,15 @@ class SparseProblem:
 
     ``X`` has ``|x_ij| <= feature_bound`` for every entry (the intercept column,
     index ``free``, holds the constant ``feature_bound``). ``clip`` is the
-    per-example gradient clip norm in the ``clip_order`` norm (``None`` when
-    the solver uses the bounds instead). Only ``n``, ``p`` and the public
-    bounds enter any sensitivity.
+    bound on each row's contribution, the per-example gradient in the
+    ``clip_order`` norm, that the sensitivities use (``None`` when the solver
+    uses the bounds instead). Weighted fits (``sample_weight`` in
+    ``[0, max_sample_weight]``, ``W = max_sample_weight`` public) minimise
+    ``(1/n) sum w_i phi_i``: the unweighted gradient is clipped to
+    ``clip / W`` (:attr:`unit_clip`) and then weighted, so ``clip`` bounds
+    every weighted contribution (the estimators set ``clip`` to ``W`` times
+    their clip norm). Only ``n``, ``p`` and the public bounds enter any
+    sensitivity.
     """
 
     X: object
@@ -84,10 +90,19 @@ class SparseProblem:
     verbose: int = 0
     n_samples: int = None
     n_features: int = None
+    #: row weights in ``[0, max_sample_weight]`` (``None``: all 1); data, never planned on
+    sample_weight: np.ndarray = None
+    #: public bound ``W`` on the row weights
+    max_sample_weight: float = 1.0
 
     @property
     def n(self):
         return self.X.shape[0] if self.X is not None else int(self.n_samples)
+
+    @property
+    def unit_clip(self):
+        """Clip norm of one row's unweighted gradient, ``clip / W`` (``None`` without clipping)."""
+        return None if self.clip is None else self.clip / float(self.max_sample_weight)
 
     @property
     def p(self):
@@ -115,20 +130,22 @@ class SparseProblem:
     def mean_gradient(self, coef):
         """Mean of the per-example gradients, each clipped to ``clip`` in the ``clip_order`` norm."""
         norms = self.row_norms() if self.clip is not None else None
-        return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.clip)
+        return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.unit_clip,
+                                     sample_weight=self.sample_weight)
 
     def default_learning_rate(self):
-        """``1 / (phi'' K^2)``: the largest diagonal entry any Hessian can have.
+        """``1 / (W phi'' K^2)``: the largest diagonal entry any Hessian can have.
 
-        ``phi''`` is 1 (squared) or 1/4 (logistic) and every feature is bounded
-        by ``K``, so no coordinate's curvature exceeds this. Public; privacy
-        does not depend on it.
+        ``phi''`` is 1 (squared) or 1/4 (logistic), every feature is bounded
+        by ``K`` and every weight by ``W``, so no coordinate's curvature
+        exceeds this. Public; privacy does not depend on it.
         """
-        return 1.0 / (self.loss.curvature * self.feature_bound**2)
+        return 1.0 / (self.loss.curvature * self.feature_bound**2 * float(self.max_sample_weight))
 
     def objective(self, coef):
         Z = self.X @ coef
-        return float(np.mean(self.loss.value(Z, self.y)))
+        values = self.loss.value(Z, self.y)
+        return float(np.mean(values if self.sample_weight is None else values * self.sample_weight))
 
 
 def ight(gradient, p, n_nonzero, learning_rate, max_iter, free=None, coef_init=None, noise=None, tol=None):
@@ -362,7 +379,8 @@ class DPSLKT(_SparseSolver):
         # smoothness of the mean loss: phi'' ||X||_op^2 / n, by power iteration with a safety margin
         v = np.ones(X.shape[1]) / math.sqrt(X.shape[1])
         for _ in range(50):
-            u = np.asarray(X.T @ (X @ v)).ravel()
+            Xv = X @ v
+            u = np.asarray(X.T @ (Xv if problem.sample_weight is None else problem.sample_weight * Xv)).ravel()
             nu = np.linalg.norm(u)
             if nu == 0:
                 break
@@ -560,6 +578,7 @@ class TwoStage(_SparseSolver):
             X=X, y=problem.y, norms=None, loss=problem.loss, penalty=L2Penalty(0.0, radius=R),
             data_norm=math.sqrt(len(columns)) * K, label_bound=B, coef_norm=R,
             n_samples=problem.n if n is None else n,
+            sample_weight=None if X is None else problem.sample_weight, max_sample_weight=problem.max_sample_weight,
         )
 
     def _columns(self, problem, support):
@@ -585,9 +604,10 @@ class TwoStage(_SparseSolver):
         votes = np.zeros(p)
         for rows in blocks:
             Xb, yb = problem.X[rows], problem.y[rows]
+            sw = None if problem.sample_weight is None else problem.sample_weight[rows]
 
-            def grad(w, Xb=Xb, yb=yb):
-                return np.asarray(Xb.T @ problem.loss.derivative(Xb @ w, yb)).ravel() / Xb.shape[0]
+            def grad(w, Xb=Xb, yb=yb, sw=sw):
+                return np.asarray(Xb.T @ weigh(problem.loss.derivative(Xb @ w, yb), sw)).ravel() / Xb.shape[0]
 
             wb, _ = ight(grad, p, s, eta, self.block_iter, free=problem.free, tol=1e-10)
             votes[np.flatnonzero(wb)] += 1.0

@@ -70,9 +70,15 @@ class AdaSSP(Solver):
 
     @staticmethod
     def sensitivities(problem):
-        """Replace-one L2 sensitivities of (lambda_min, upper triangle of X^T X, X^T y)."""
+        """Replace-one L2 sensitivities of (lambda_min, upper triangle of X^T W X, X^T W y).
+
+        Weighted (rows of weight ``<= W``, ``W = max_sample_weight``): one row's
+        terms ``w x x^T`` and ``w x y`` are ``W`` times larger at most, so each
+        sensitivity is ``W`` times the unweighted one.
+        """
+        W = problem.weight_bound
         K2 = float(problem.data_norm) ** 2
-        return K2, math.sqrt(2.0) * K2, 2.0 * float(problem.data_norm) * float(problem.label_bound)
+        return W * K2, W * math.sqrt(2.0) * K2, W * 2.0 * float(problem.data_norm) * float(problem.label_bound)
 
     def make_plan(self, problem, budget):
         if problem.label_bound is None:
@@ -88,9 +94,12 @@ class AdaSSP(Solver):
         X, y, n, p = problem.X, np.asarray(problem.y, dtype=float), problem.n, problem.p
         s_min, s_xx, s_xy = plan.settings["sigmas"]
         rho = plan.settings["rho"]
-        XtX = X.T @ X
+        Xw = X
+        if problem.sample_weight is not None:  # X^T W X and X^T W y
+            Xw = sp.csr_matrix(sp.diags(problem.sample_weight) @ X) if sp.issparse(X) else X * problem.sample_weight[:, None]
+        XtX = Xw.T @ X
         XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
-        Xty = np.asarray(X.T @ y, dtype=float)
+        Xty = np.asarray(Xw.T @ y, dtype=float)
         Xty = Xty.ravel() if y.ndim == 1 else Xty.reshape(p, y.shape[1])
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         lam_min = float(np.linalg.eigvalsh(XtX)[0]) + float(gaussian_noise(rng, s_min, 1)[0])
