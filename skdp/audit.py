@@ -607,7 +607,7 @@ class EventAuditResult:
         for b in self.bounds:
             lines.append(f"  {b.kind:<11}{b.measure:>8}{b.claimed:>10.4g}{b.empirical:>11.4g}{b.ratio:>7.2f}"
                          f"  {b.releases}{'  ' + b.detail if b.detail else ''}")
-        lines.append(f"  {self.n_fits} fit pairs, {self.confidence:.0%} confidence, {self.unpaired} unpaired "
+        lines.append(f"  {self.n_fits} fit pairs, {100 * self.confidence:g}% confidence, {self.unpaired} unpaired "
                      f"draw(s) per fit; {self.elapsed:.1f} s")
         return "\n".join(lines)
 
@@ -682,12 +682,12 @@ def _claims(model):
     return claims
 
 
-def _fit_recorded(est, X, y, seed, multiplier, replay=None):
+def _fit_recorded(est, X, y, seed, multiplier, replay=None, fit_params=None):
     model = clone(est)
     if "random_state" in model.get_params(deep=False):
         model.set_params(random_state=int(seed))
     with record_draws(audit=True, replay=replay) as draws, scaled_noise(multiplier):
-        model.fit(X, y)
+        model.fit(X, y, **(fit_params or {}))
     return model, draws
 
 
@@ -709,38 +709,46 @@ def _replay_of(draws):
     return out
 
 
-def _invert_objective(est, X, y, seed, multiplier, replay, t, draws_a, model_a, max_iter=8):
-    """Noise of draw ``t`` (not added to a visible value: an objective perturbation) that makes world B release
-    world A's value, by Newton's method with a finite-difference Jacobian. Returns (shift, relative residual)."""
-    later = [u for u in range(t + 1, len(draws_a)) if "query" in draws_a[u].audit]
+def _invert_objectives(est, X, y, seed, multiplier, replay, ts, draws_a, model_a, fit_params=None, max_iter=8):
+    """Noises of the draws ``ts`` (not added to a visible value: objective perturbations) that make world B
+    release world A's value, by Newton's method with a finite-difference Jacobian.
+
+    Returns the shift of each draw's noise and the relative residual, or ``None`` when the release does not
+    determine the noise (e.g. a minimiser on the boundary of its ball)."""
+    later = [u for u in range(max(ts) + 1, len(draws_a)) if "query" in draws_a[u].audit]
     target = draws_a[later[0]].audit["query"].ravel() if later else _output(model_a)
+    shapes = [draws_a[t].audit["noise"].shape for t in ts]
+    cuts = np.cumsum([0] + [int(np.prod(sh)) for sh in shapes])
 
     def release(b):
         plan = list(replay)
-        plan[t] = {"noise": b}
-        model, draws = _fit_recorded(est, X, y, seed, multiplier, plan)
+        for i, t in enumerate(ts):
+            plan[t] = {"noise": b[cuts[i]:cuts[i + 1]].reshape(shapes[i])}
+        model, draws = _fit_recorded(est, X, y, seed, multiplier, plan, fit_params)
         return draws[later[0]].audit["query"].ravel() if later else _output(model)
 
-    b0 = draws_a[t].audit["noise"]
-    b = b0.ravel().copy()
-    scale = max(float(np.linalg.norm(b0)), 1e-12)
+    b0 = np.concatenate([draws_a[t].audit["noise"].ravel() for t in ts])
+    b = b0.copy()
+    h = 1e-6 * max(float(np.linalg.norm(b0)), 1e-12)
     tol = 1e-9 * max(1.0, float(np.linalg.norm(target)))
     r = release(b) - target
     for _ in range(max_iter):
         if np.linalg.norm(r) <= tol:
             break
-        h = 1e-6 * scale
         J = np.column_stack([(release(b + h * e) - target - r) / h for e in np.eye(b.size)])
         sv = np.linalg.svd(J, compute_uv=False)
         if not sv[-1] > 1e-5 * sv[0]:  # the release does not determine the noise (a constraint is active)
-            return math.nan, math.inf
+            return None
         b = b + np.linalg.lstsq(J, -r, rcond=None)[0]
         r = release(b) - target
-    return float(np.linalg.norm(b - b0.ravel())), float(np.linalg.norm(r)) / max(1.0, float(np.linalg.norm(target)))
+    resid = float(np.linalg.norm(r)) / max(1.0, float(np.linalg.norm(target)))
+    if not resid <= _INVERT_TOL:
+        return None
+    return [float(np.linalg.norm(b[cuts[i]:cuts[i + 1]] - b0[cuts[i]:cuts[i + 1]])) for i in range(len(ts))], resid
 
 
 def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_norm=None, canary_label=None,
-                 confidence=0.95, noise_multiplier=1.0, random_state=0):
+                 confidence=0.95, noise_multiplier=1.0, fit_params=None, random_state=0):
     """Event-level audit: every noisy release of a fit, tested against the privacy event it was priced as.
 
     The fit is run on two replace-one neighbours with the recording point of
@@ -792,6 +800,9 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
     noise_multiplier : float, default=1.0
         Positive control (:func:`~skdp.privacy.mechanisms.scaled_noise`):
         ``0.25`` draws a quarter of the noise while the events are unchanged.
+    fit_params : dict or None
+        Passed to every ``fit`` (e.g. ``parties`` of a multi-party estimator;
+        the same in both worlds, so the canary, the last row, keeps its place).
     random_state : int, RandomState instance or None, default=0
         Seeds the background and the fits.
 
@@ -838,18 +849,25 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
     seeds = rng.randint(0, 2**31 - 1, size=int(n_fits))
     fits, claims, unpaired = [], None, 0
     for seed in seeds:
-        model_a, draws_a = _fit_recorded(estimator, Xa, ya, seed, m)
+        model_a, draws_a = _fit_recorded(estimator, Xa, ya, seed, m, None, fit_params)
         replay = _replay_of(draws_a)
-        _, draws_b = _fit_recorded(estimator, Xb, yb, seed, m, replay)
+        _, draws_b = _fit_recorded(estimator, Xb, yb, seed, m, replay, fit_params)
         if claims is None:
             claims = _claims(model_a)
         if [d.kind for d in draws_a] != [d.kind for d in draws_b]:
             raise RuntimeError("the two worlds drew different noise although world B replayed world A's history: "
                                f"{[d.kind for d in draws_a]} vs {[d.kind for d in draws_b]}.")
         rows, missing = [], 0
+        objective = [t for t, d in enumerate(draws_a)
+                     if d.kind in _GAUSSIAN and "query" not in d.audit and "objective" in claims]
+        inverted = (_invert_objectives(estimator, Xb, yb, seed, m, replay, objective, draws_a, model_a, fit_params)
+                    if objective else None)
         for t, (a, b) in enumerate(zip(draws_a, draws_b)):
             if a.kind == "gumbel":
-                diff = a.audit["query"] - b.audit["query"]
+                qa, qb = a.audit["query"], b.audit["query"]
+                live = np.isfinite(qa) | np.isfinite(qb)  # a candidate excluded (-inf) in both worlds never wins
+                with np.errstate(invalid="ignore"):
+                    diff = np.where(qa[live] == qb[live], 0.0, qa[live] - qb[live])
                 rows.append(("selection", a, float(np.max(diff) - np.min(diff)), None))
             elif "query" in a.audit:
                 if "query" not in b.audit or not np.array_equal(a.audit["released"], b.audit["released"]):
@@ -863,12 +881,8 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
                     rows.append(("l2_laplace", a, float(np.linalg.norm(diff)), None))
                 else:
                     missing += 1
-            elif a.kind in _GAUSSIAN and "objective" in claims:
-                shift, resid = _invert_objective(estimator, Xb, yb, seed, m, replay, t, draws_a, model_a)
-                if resid <= _INVERT_TOL:
-                    rows.append(("objective", a, shift, resid))
-                else:  # not invertible (e.g. the minimiser on the boundary of its ball): not audited
-                    missing += 1
+            elif t in objective and inverted is not None:
+                rows.append(("objective", a, inverted[0][objective.index(t)], inverted[1]))
             else:
                 missing += 1
         unpaired = max(unpaired, missing)
@@ -936,6 +950,13 @@ def _event_cases(epsilon, delta):
     for name in ("dp_svrg", "dp_svrg_pp"):
         cases[name] = (DPRidge(solver=name, alpha=0.1, coef_norm=3.0, max_iter=3,
                                solver_options={"batch_size": 41}, **common), {"X": X0, "y": y0, "canary_norm": 1.0})
+    # adassp: a mirrored canary leaves X^T X unchanged (x x^T = (-x)(-x)^T); canaries on two directions with
+    # opposite labels move X^T X by its full sensitivity and X^T y by 1/sqrt(2) of its
+    Xw = np.zeros((40, _WIDTH + 2))
+    a, b = np.zeros((1, _WIDTH + 2)), np.zeros((1, _WIDTH + 2))
+    a[0, -2], b[0, -1] = 1.0, 1.0
+    cases["adassp"] = (cases["adassp"][0], {"worlds": ((np.vstack([Xw, a]), np.append(y0, 1.0)),
+                                                       (np.vstack([Xw, b]), np.append(y0, -1.0)))})
     cases["obj_pert"] = (DPRidge(solver="obj_pert", alpha=1.0, coef_norm=0.1, **common),
                          {"X": np.zeros((2000, 2)), "y": np.zeros(2000), "canary_norm": 1.0})
     # two_stage: the canary's block fits the canary (features 2, 3) instead of the weak signal on features 0, 1
