@@ -27,6 +27,11 @@ close to the worst case. ``noise_multiplier < 1`` runs the positive control
 :func:`skdp.privacy.mechanisms.scaled_noise`), which shows whether the audit
 would have caught an under-noised solver in this setting.
 
+:func:`audit_events` is the white-box complement: it replays one world's
+released history in the other and tests every noisy release of a fit against
+the privacy event it was priced as (see its docstring), so a solver whose
+analysis is loose for the final model is still tested release by release.
+
 Reference: the hypothesis-testing characterisation of (epsilon, delta)-DP
 (Wasserman and Zhou 2010; Kairouz, Oh and Viswanath 2015) and the canary
 audits of Jagielski, Ullman and Oprea 2020 and Nasr et al. 2021, which turn

@@ -180,3 +180,22 @@ def test_multiparty_noise_is_calibrated_to_the_smallest_party():
     assert full.passed and full.ratio > 0.6, full  # the canary nearly attains the claim
     half = audit_events(est, X, y, canary_norm=1.0, fit_params=parties, confidence=CONFIDENCE, noise_multiplier=0.5)
     assert not half.passed, half
+
+
+def test_a_removed_clip_shows_in_the_shift(monkeypatch):
+    """Where the clip binds, the canary's shift is at most the clipped sensitivity; without the clip it is not.
+
+    The background pulls the coefficient of the canary's direction negative (rows ``0.25 e_0`` labelled
+    ``-1``), so the canary ``(e_0, +1)``'s squared-loss gradient, against a zero row, grows past the clip
+    norm ``K B = 1``: clipped it moves each step by less than ``2C / n``, unclipped by more."""
+    from skdp.solvers import _base
+
+    est = DPRidge(solver="dp_gd", epsilon=2.0, data_norm=1.0, label_bound=1.0, coef_norm=3.0, alpha=0.01,
+                  fit_intercept=False, max_iter=10)
+    Xb, yb = np.zeros((40, 10)), -np.ones(40)
+    Xb[:, 0] = 0.25
+    canary = np.eye(10)[:1]
+    worlds = ((np.vstack([Xb, canary]), np.append(yb, 1.0)), (np.vstack([Xb, 0 * canary]), np.append(yb, 1.0)))
+    assert audit_events(est, worlds=worlds, confidence=CONFIDENCE).passed
+    monkeypatch.setattr(_base.Problem, "clip", property(lambda self: None))  # the bug: no per-example clip
+    assert not audit_events(est, worlds=worlds, confidence=CONFIDENCE).passed
