@@ -551,9 +551,9 @@ class EventBound:
     """One row of :class:`EventAuditResult`: the tightest empirical bound of one kind of release.
 
     ``kind`` is ``"gaussian"`` (the Gaussian releases of the fit composed: a
-    mu-GDP bound), ``"objective"`` (the Gaussian noise of an objective
-    perturbation: mu-GDP of the noise term, claimed at most the ``mu`` of a
-    Gaussian mechanism at the event's (epsilon, delta)), ``"selection"``
+    mu-GDP bound), ``"objective"`` (the Gaussian noise of one objective
+    perturbation: mu of the noise term, against the ``mu`` that the noise's
+    share of its ``ApproxDPEvent`` pays for), ``"selection"``
     (report-noisy-max: bounded-range epsilon of one selection), ``"laplace"``
     (L1 Laplace: epsilon of one release) or ``"l2_laplace"``. ``empirical`` is
     a lower confidence bound on the parameter of the mechanism the code ran;
@@ -909,7 +909,8 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
             k = int(np.argmax(values))
             resid = max((r for rows in per_fit for _, _, r in rows if r is not None), default=None)
             detail = "" if resid is None else f"inversion residual {resid:.1e}"
-            bounds.append(EventBound(kind, _MEASURE[kind], claims[kind], values[k], len(per_fit[k]), detail))
+            bounds.append(EventBound(kind, _MEASURE[kind], float(claims[kind]), float(values[k]), len(per_fit[k]),
+                                     detail))
         else:  # one claim per release, paired in order with the draws of that kind
             best = (-1.0, 0.0, 0.0)
             for rows in per_fit:
@@ -919,7 +920,7 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
                         best = (emp / claim, claim, emp)
             resid = max((r for rows in per_fit for _, _, r in rows if r is not None), default=None)
             detail = "worst single release" + ("" if resid is None else f", inversion residual {resid:.1e}")
-            bounds.append(EventBound(kind, _MEASURE[kind], best[1], best[2], len(per_fit[0]), detail))
+            bounds.append(EventBound(kind, _MEASURE[kind], float(best[1]), float(best[2]), len(per_fit[0]), detail))
     return EventAuditResult(_describe(estimator), bounds, int(n_fits), float(confidence), m, unpaired,
                             time.perf_counter() - start)
 
