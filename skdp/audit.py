@@ -27,6 +27,11 @@ close to the worst case. ``noise_multiplier < 1`` runs the positive control
 :func:`skdp.privacy.mechanisms.scaled_noise`), which shows whether the audit
 would have caught an under-noised solver in this setting.
 
+:func:`audit_events` is the white-box complement: it replays one world's
+released history in the other and tests every noisy release of a fit against
+the privacy event it was priced as (see its docstring), so a solver whose
+analysis is loose for the final model is still tested release by release.
+
 Reference: the hypothesis-testing characterisation of (epsilon, delta)-DP
 (Wasserman and Zhou 2010; Kairouz, Oh and Viswanath 2015) and the canary
 audits of Jagielski, Ullman and Oprea 2020 and Nasr et al. 2021, which turn
@@ -42,15 +47,18 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy.stats import beta as _beta
+from scipy.stats import chi2 as _chi2
+from scipy.stats import gamma as _gamma
 from scipy.stats import norm as _norm
 from scipy.optimize import brentq
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
 from ._random import generator
-from .privacy.mechanisms import scaled_noise
+from .privacy.mechanisms import record_draws, scaled_noise
 
-__all__ = ["AuditResult", "audit", "audit_solvers", "epsilon_lower_bound", "gdp_mu_for"]
+__all__ = ["AuditResult", "EventAuditResult", "EventBound", "audit", "audit_events", "audit_solvers",
+           "audit_solvers_events", "epsilon_lower_bound", "gdp_mu_for"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -272,6 +280,19 @@ def _score(model, points):
     return float(out[0] - out[1])
 
 
+def _canary_worlds(X, y, norm, label):
+    """The two neighbours: the background with a zero column appended, plus the canary ``+norm e_d`` (world 0)
+    or its mirror image ``-norm e_d`` (world 1), both with ``label``."""
+    n, d = X.shape
+    background = np.hstack([X, np.zeros((n, 1))])
+    worlds = []
+    for sign in (1.0, -1.0):
+        row = np.zeros((1, d + 1))
+        row[0, d] = sign * norm
+        worlds.append((np.vstack([background, row]), np.append(y, label)))
+    return worlds
+
+
 def _fit_score(est, X, y, seed, points, multiplier):
     model = clone(est)
     if "random_state" in model.get_params(deep=False):
@@ -376,15 +397,9 @@ def audit(estimator, X=None, y=None, *, n_fits=500, canary_norm=None, canary_lab
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"X must be 2-D with one row per label, got X {X.shape} and y {y.shape}.")
     label = _canary_label(estimator, y) if canary_label is None else canary_label
-    n, d = X.shape
-    background = np.hstack([X, np.zeros((n, 1))])
-    worlds = []
-    for sign in (1.0, -1.0):  # world 0 holds the canary, world 1 its mirror image
-        row = np.zeros((1, d + 1))
-        row[0, d] = sign * norm
-        worlds.append((np.vstack([background, row]), np.append(y, label)))
-    points = np.zeros((2, d + 1))
-    points[0, d] = norm
+    worlds = _canary_worlds(X, y, norm, label)
+    points = np.zeros((2, X.shape[1] + 1))
+    points[0, -1] = norm
     seeds = rng.randint(0, 2**31 - 1, size=(2, int(n_fits)))
     start = time.perf_counter()
     jobs = [delayed(_fit_score)(estimator, Xw, yw, seed, points, float(noise_multiplier))
@@ -516,4 +531,471 @@ def audit_solvers(epsilon=2.0, delta=1e-5, *, n_fits=2000, solvers=None, noise_m
         est, (X, y) = cases[name]
         results.append(audit(est, X, y, n_fits=n_fits, canary_norm=1.0, noise_multiplier=noise_multiplier,
                              n_jobs=n_jobs, random_state=random_state, verbose=verbose))
+    return results
+
+
+# ---------------------------------------------------------------------------------------
+# the event-level audit
+# ---------------------------------------------------------------------------------------
+_GAUSSIAN = ("gaussian", "discrete_gaussian")
+_MEASURE = {"gaussian": "mu", "objective": "mu", "selection": "epsilon", "laplace": "epsilon",
+            "l2_laplace": "epsilon"}
+#: relative slack for floating-point round-off in the shifts (not a statistical margin)
+_ROUNDOFF = 1e-7
+#: relative residual below which an objective perturbation's noise counts as inverted
+_INVERT_TOL = 1e-6
+
+
+@dataclass
+class EventBound:
+    """One row of :class:`EventAuditResult`: the tightest empirical bound of one kind of release.
+
+    ``kind`` is ``"gaussian"`` (the Gaussian releases of the fit composed: a
+    mu-GDP bound), ``"objective"`` (the Gaussian noise of one objective
+    perturbation: mu of the noise term, against the ``mu`` that the noise's
+    share of its ``ApproxDPEvent`` pays for), ``"selection"``
+    (report-noisy-max: bounded-range epsilon of one selection), ``"laplace"``
+    (L1 Laplace: epsilon of one release) or ``"l2_laplace"``. ``empirical`` is
+    a lower confidence bound on the parameter of the mechanism the code ran;
+    ``claimed`` is the same parameter computed from ``privacy_events_``.
+    """
+
+    kind: str
+    measure: str
+    claimed: float
+    empirical: float
+    releases: int
+    detail: str = ""
+
+    @property
+    def exceeds(self):
+        """The empirical bound is above the claim (beyond floating-point round-off): a violation."""
+        return self.empirical > self.claimed * (1 + _ROUNDOFF)
+
+    @property
+    def ratio(self):
+        return self.empirical / self.claimed if self.claimed > 0 else (math.inf if self.empirical > 0 else 0.0)
+
+
+@dataclass
+class EventAuditResult:
+    """What :func:`audit_events` found: one :class:`EventBound` per kind of release, and what it could not pair.
+
+    ``passed`` is true when no bound exceeds its claim. ``unpaired`` counts the
+    draws of one fit that are in no row (a noise not added to a value the audit
+    could see, and not an objective perturbation it could invert); their
+    releases are not audited.
+    """
+
+    estimator: str
+    bounds: list
+    n_fits: int
+    confidence: float
+    noise_multiplier: float
+    unpaired: int
+    elapsed: float
+
+    @property
+    def passed(self):
+        return not any(b.exceeds for b in self.bounds)
+
+    @property
+    def ratio(self):
+        """Largest empirical / claimed over the rows (above 1: a violation)."""
+        return max((b.ratio for b in self.bounds), default=0.0)
+
+    def __repr__(self):
+        control = "" if self.noise_multiplier == 1 else f", POSITIVE CONTROL: noise x {self.noise_multiplier:g}"
+        verdict = "consistent with the claim" if self.passed else "VIOLATES the claim"
+        lines = [f"EventAuditResult({self.estimator}{control}): {verdict}",
+                 f"  {'release':<11}{'measure':>8}{'claimed':>10}{'empirical':>11}{'ratio':>7}  per fit"]
+        for b in self.bounds:
+            lines.append(f"  {b.kind:<11}{b.measure:>8}{b.claimed:>10.4g}{b.empirical:>11.4g}{b.ratio:>7.2f}"
+                         f"  {b.releases}{'  ' + b.detail if b.detail else ''}")
+        lines.append(f"  {self.n_fits} fit pairs, {100 * self.confidence:g}% confidence, {self.unpaired} unpaired "
+                     f"draw(s) per fit; {self.elapsed:.1f} s")
+        return "\n".join(lines)
+
+
+def _scale_upper(kind, noises, level):
+    """Upper confidence bound (at ``1 - level``) on the scale of noise of ``kind`` from the values drawn."""
+    if kind in _GAUSSIAN:  # sum x^2 / sigma^2 ~ chi2(m)
+        x = np.concatenate([np.ravel(v) for v in noises])
+        return math.sqrt(float(np.sum(x * x)) / _chi2.ppf(level, x.size))
+    if kind == "laplace":  # sum |x| / b ~ Gamma(m)
+        x = np.concatenate([np.ravel(v) for v in noises])
+        return float(np.sum(np.abs(x))) / _gamma.ppf(level, x.size)
+    if kind == "l2_laplace":  # ||x|| / s ~ Gamma(d), independent draws
+        total = sum(float(np.linalg.norm(v)) for v in noises)
+        return total / _gamma.ppf(level, sum(np.size(v) for v in noises))
+    if kind == "gumbel":  # mean of G^2 is c2 beta^2 with variance (c4 - c2^2) beta^4 / m: normal approximation
+        x = np.concatenate([np.ravel(v) for v in noises])
+        c2, c4 = 1.978111990655945, 23.561474084025605
+        shrink = c2 - _norm.isf(level) * math.sqrt((c4 - c2 * c2) / x.size)
+        return math.sqrt(float(np.mean(x * x)) / shrink) if shrink > 0 else math.inf
+    raise ValueError(kind)  # pragma: no cover - every sampler kind is listed
+
+
+def _objective_claim(model, epsilon, delta):
+    """``mu`` of the Gaussian noise term of one objective perturbation priced ``ApproxDPEvent(epsilon, delta)``.
+
+    The noise term of the replace-one objective perturbation (Kifer, Smith and
+    Thakurta 2012, Thm 2, as calibrated by :mod:`skdp.privacy.objective`) is a
+    Gaussian with ``sigma = 2 zeta f(eps_N, delta_N)`` for the noise's share
+    ``(eps_N, delta_N)`` of the event, ``2 zeta`` being the replace-one
+    sensitivity of the summed gradients; so it claims ``mu = 1 / f`` along the
+    gradient shift. The share is ``(1 - jacobian_fraction) epsilon`` of the
+    event, except for ``obj_pert_svrg``, whose event chains its first stage
+    ``(eps / 2, delta / (2 e^(eps / 4)))`` with an output noise.
+    """
+    from .privacy import PrivacyBudget
+    from .privacy.objective import objective_perturbation_gaussian
+    from .solvers.perturbation import ObjectivePerturbationSVRG
+
+    if getattr(model, "solver_", None) == "obj_pert_svrg":
+        epsilon, _, delta, _ = ObjectivePerturbationSVRG.split(PrivacyBudget(epsilon, delta))
+    jf = (getattr(model, "solver_options", None) or {}).get("jacobian_fraction", 0.5)
+    sigma, _ = objective_perturbation_gaussian(0.5, 0.0, 1, 1.0, epsilon, delta, jf)  # 2 zeta = 1
+    return 1.0 / sigma
+
+
+def _claims(model):
+    """Per kind: the claim of the fit's events (Gaussian: composed mu; others: one value per release, in order)."""
+    from .privacy import (ApproxDPEvent, BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, LaplaceEvent,
+                          PoissonGaussianEvent, ZCDPEvent)
+
+    mu2, gauss = 0.0, False
+    per = {"selection": [], "laplace": [], "l2_laplace": [], "objective": []}
+    for e in model.privacy_events_:
+        if isinstance(e, GaussianEvent):
+            mu2, gauss = mu2 + e.count * (e.sensitivity / e.sigma) ** 2, True
+        elif isinstance(e, PoissonGaussianEvent):  # given the sampled rows: one row moves the sum by 2C
+            mu2, gauss = mu2 + e.count * (2.0 / e.noise_multiplier) ** 2, True
+        elif isinstance(e, ZCDPEvent):  # a Gaussian release is (mu^2 / 2)-zCDP
+            mu2, gauss = mu2 + e.count * 2.0 * e.rho, True
+        elif isinstance(e, BoundedRangeEvent):
+            per["selection"] += [e.epsilon] * e.count
+        elif isinstance(e, LaplaceEvent):
+            per["laplace"] += [e.epsilon] * e.count
+        elif isinstance(e, L2LaplaceEvent):
+            per["l2_laplace"] += [e.epsilon] * e.count
+        elif isinstance(e, ApproxDPEvent) and e.delta > 0:
+            per["objective"] += [_objective_claim(model, e.epsilon, e.delta)] * e.count
+    claims = {k: v for k, v in per.items() if v}
+    if gauss:
+        claims["gaussian"] = math.sqrt(mu2)
+    return claims
+
+
+def _fit_recorded(est, X, y, seed, multiplier, replay=None, fit_params=None):
+    model = clone(est)
+    if "random_state" in model.get_params(deep=False):
+        model.set_params(random_state=int(seed))
+    with record_draws(audit=True, replay=replay) as draws, scaled_noise(multiplier):
+        model.fit(X, y, **(fit_params or {}))
+    return model, draws
+
+
+def _output(model):
+    coef = np.ravel(np.asarray(model.coef_, dtype=float))
+    return np.concatenate([coef, np.ravel(np.asarray(getattr(model, "intercept_", 0.0), dtype=float))])
+
+
+def _replay_of(draws):
+    """What world B replays of world A: every released value and every selection."""
+    out = []
+    for d in draws:
+        if d.kind == "gumbel":
+            out.append({"index": d.audit["index"]})
+        elif "released" in d.audit:
+            out.append({"released": d.audit["released"]})
+        else:
+            out.append(None)
+    return out
+
+
+def _invert_objectives(est, X, y, seed, multiplier, replay, ts, draws_a, model_a, fit_params=None, max_iter=8):
+    """Noises of the draws ``ts`` (not added to a visible value: objective perturbations) that make world B
+    release world A's value, by Newton's method with a finite-difference Jacobian.
+
+    Returns the shift of each draw's noise and the relative residual, or ``None`` when the release does not
+    determine the noise (e.g. a minimiser on the boundary of its ball)."""
+    later = [u for u in range(max(ts) + 1, len(draws_a)) if "query" in draws_a[u].audit]
+    target = draws_a[later[0]].audit["query"].ravel() if later else _output(model_a)
+    shapes = [draws_a[t].audit["noise"].shape for t in ts]
+    cuts = np.cumsum([0] + [int(np.prod(sh)) for sh in shapes])
+
+    def release(b):
+        plan = list(replay)
+        for i, t in enumerate(ts):
+            plan[t] = {"noise": b[cuts[i]:cuts[i + 1]].reshape(shapes[i])}
+        model, draws = _fit_recorded(est, X, y, seed, multiplier, plan, fit_params)
+        return draws[later[0]].audit["query"].ravel() if later else _output(model)
+
+    b0 = np.concatenate([draws_a[t].audit["noise"].ravel() for t in ts])
+    b = b0.copy()
+    h = 1e-6 * max(float(np.linalg.norm(b0)), 1e-12)
+    tol = 1e-9 * max(1.0, float(np.linalg.norm(target)))
+    r = release(b) - target
+    for _ in range(max_iter):
+        if np.linalg.norm(r) <= tol:
+            break
+        J = np.column_stack([(release(b + h * e) - target - r) / h for e in np.eye(b.size)])
+        sv = np.linalg.svd(J, compute_uv=False)
+        if not sv[-1] > 1e-5 * sv[0]:  # the release does not determine the noise (a constraint is active)
+            return None
+        b = b + np.linalg.lstsq(J, -r, rcond=None)[0]
+        r = release(b) - target
+    resid = float(np.linalg.norm(r)) / max(1.0, float(np.linalg.norm(target)))
+    if not resid <= _INVERT_TOL:
+        return None
+    return [float(np.linalg.norm(b[cuts[i]:cuts[i + 1]] - b0[cuts[i]:cuts[i + 1]])) for i in range(len(ts))], resid
+
+
+def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_norm=None, canary_label=None,
+                 confidence=0.95, noise_multiplier=1.0, fit_params=None, random_state=0):
+    """Event-level audit: every noisy release of a fit, tested against the privacy event it was priced as.
+
+    The fit is run on two replace-one neighbours with the recording point of
+    :mod:`skdp.privacy.mechanisms` on (:func:`~skdp.privacy.mechanisms.record_draws`
+    with ``audit=True``). World A runs normally; world B runs with the same
+    seed and **world A's released history replayed**: each noisy value it
+    releases is replaced by world A's, so both worlds compute every mechanism
+    input on the same iterate, the same sampled rows and the same earlier
+    selections, and the two noiseless values differ only through the rows the
+    worlds differ in. For each release:
+
+    * an additive Gaussian release: the shift ``||q_A - q_B||_2`` of its
+      noiseless value over the noise's standard deviation; the releases of a
+      fit compose to ``mu = sqrt(sum_t (shift_t / sigma_t)^2)``, compared with
+      the ``mu`` of the fit's Gaussian events (``sensitivity / sigma`` each;
+      ``2 / noise_multiplier`` for a Poisson-subsampled step, i.e. given the
+      rows sampled, which the replay keeps; ``sqrt(2 rho)`` for zCDP);
+    * a selection (report-noisy-max / exponential mechanism): the
+      bounded-range epsilon ``(max_j D_j - min_j D_j) / beta`` of the score
+      differences ``D``, compared with its ``BoundedRangeEvent``;
+    * a Laplace release: ``||q_A - q_B||_1 / b`` (``_2`` for the L2-Laplace);
+    * an objective perturbation (a noise that is not added to a value but
+      enters an optimisation): the noise world B needs to release world A's
+      value, found by Newton's method; its shift over sigma is compared with
+      the ``mu`` of a Gaussian mechanism at the event's (epsilon, delta).
+
+    The shifts are exact; the noise scales are not read from the code but
+    estimated from the values drawn (world A, pooled over the fits), and an
+    upper confidence bound is used, so each ``empirical`` value is a lower
+    bound on the parameter of the mechanism that ran, with ``confidence``
+    (Bonferroni over the noise scales). Half the noise doubles it, a removed
+    clip or a wrong sensitivity shows in the shift; a canary close to the
+    worst case makes it reach the claim.
+
+    Parameters
+    ----------
+    estimator : skdp estimator
+        Cloned for every fit; ``random_state`` is set per fit pair.
+    X, y : background data or None
+        As in :func:`audit` (a canary column is appended; ``None``: 40
+        synthetic rows). Ignored when ``worlds`` is given.
+    worlds : ((X_a, y_a), (X_b, y_b)) or None
+        The two neighbours, when not built from a background and a canary.
+    n_fits : int, default=20
+        Fit pairs (different seeds, so different histories); the bound is
+        the largest over them.
+    canary_norm, canary_label : as in :func:`audit`.
+    confidence : float, default=0.95
+    noise_multiplier : float, default=1.0
+        Positive control (:func:`~skdp.privacy.mechanisms.scaled_noise`):
+        ``0.25`` draws a quarter of the noise while the events are unchanged.
+    fit_params : dict or None
+        Passed to every ``fit`` (e.g. ``parties`` of a multi-party estimator;
+        the same in both worlds, so the canary, the last row, keeps its place).
+    random_state : int, RandomState instance or None, default=0
+        Seeds the background and the fits.
+
+    Returns
+    -------
+    EventAuditResult
+
+    References
+    ----------
+    Nasr, Song, Thakurta, Papernot and Carlini 2021, "Adversary
+    instantiation: lower bounds for differentially private machine learning"
+    (the adversary that inserts a crafted gradient at each step, which the
+    replay of the released history emulates); Steinke, Nasr and Jagielski
+    2023, "Privacy auditing with one (1) training run".
+
+    Examples
+    --------
+    >>> from skdp import DPRidge
+    >>> from skdp.audit import audit_events
+    >>> est = DPRidge(epsilon=1.0, data_norm=1.0, label_bound=1.0, fit_intercept=False, max_iter=3)
+    >>> audit_events(est, n_fits=5).passed
+    True
+    >>> audit_events(est, n_fits=5, noise_multiplier=0.25).passed  # a quarter of the noise is caught
+    False
+    """
+    _check("n_fits", n_fits, Integral, 0)
+    _check("confidence", confidence, Real, 0.0, 1.0)
+    _check("noise_multiplier", noise_multiplier, Real, 0.0)
+    rng = check_random_state(random_state) if random_state is not None else generator(np.random.SeedSequence())
+    if worlds is None:
+        norm = float(canary_norm) if canary_norm is not None else (_public_norm(estimator) or 1.0)
+        if X is None:
+            X, y = _default_background(estimator, norm, rng)
+        elif y is None:
+            raise ValueError("y must be given with X.")
+        X, y = np.asarray(X, dtype=float), np.asarray(y)
+        if X.ndim != 2 or len(X) != len(y):
+            raise ValueError(f"X must be 2-D with one row per label, got X {X.shape} and y {y.shape}.")
+        label = _canary_label(estimator, y) if canary_label is None else canary_label
+        worlds = _canary_worlds(X, y, norm, label)
+    (Xa, ya), (Xb, yb) = worlds
+    m = float(noise_multiplier)
+    start = time.perf_counter()
+    seeds = rng.randint(0, 2**31 - 1, size=int(n_fits))
+    fits, claims, unpaired = [], None, 0
+    for seed in seeds:
+        model_a, draws_a = _fit_recorded(estimator, Xa, ya, seed, m, None, fit_params)
+        replay = _replay_of(draws_a)
+        _, draws_b = _fit_recorded(estimator, Xb, yb, seed, m, replay, fit_params)
+        if claims is None:
+            claims = _claims(model_a)
+        if [d.kind for d in draws_a] != [d.kind for d in draws_b]:
+            raise RuntimeError("the two worlds drew different noise although world B replayed world A's history: "
+                               f"{[d.kind for d in draws_a]} vs {[d.kind for d in draws_b]}.")
+        rows, missing = [], 0
+        objective = [t for t, d in enumerate(draws_a)
+                     if d.kind in _GAUSSIAN and "query" not in d.audit and "objective" in claims]
+        inverted = (_invert_objectives(estimator, Xb, yb, seed, m, replay, objective, draws_a, model_a, fit_params)
+                    if objective else None)
+        for t, (a, b) in enumerate(zip(draws_a, draws_b)):
+            if a.kind == "gumbel":
+                qa, qb = a.audit["query"], b.audit["query"]
+                live = np.isfinite(qa) | np.isfinite(qb)  # a candidate excluded (-inf) in both worlds never wins
+                with np.errstate(invalid="ignore"):
+                    diff = np.where(qa[live] == qb[live], 0.0, qa[live] - qb[live])
+                rows.append(("selection", a, float(np.max(diff) - np.min(diff)), None))
+            elif "query" in a.audit:
+                if "query" not in b.audit or not np.array_equal(a.audit["released"], b.audit["released"]):
+                    raise RuntimeError(f"draw {t}: world B did not release world A's value under replay.")
+                diff = a.audit["query"] - b.audit["query"]
+                if a.kind in _GAUSSIAN and "gaussian" in claims:
+                    rows.append(("gaussian", a, float(np.linalg.norm(diff)), None))
+                elif a.kind == "laplace" and "laplace" in claims:
+                    rows.append(("laplace", a, float(np.sum(np.abs(diff))), None))
+                elif a.kind == "l2_laplace" and "l2_laplace" in claims:
+                    rows.append(("l2_laplace", a, float(np.linalg.norm(diff)), None))
+                else:
+                    missing += 1
+            elif t in objective and inverted is not None:
+                rows.append(("objective", a, inverted[0][objective.index(t)], inverted[1]))
+            else:
+                missing += 1
+        unpaired = max(unpaired, missing)
+        fits.append(rows)
+    level = (1 - float(confidence))
+    groups = {}
+    for rows in fits:
+        for _, d, _, _ in rows:
+            groups.setdefault((d.kind, round(d.scale, 12)), []).append(d.audit["noise"])
+    upper = {key: _scale_upper(key[0], noises, level / max(1, len(groups))) for key, noises in groups.items()}
+    bounds = []
+    for kind in ("gaussian", "objective", "selection", "laplace", "l2_laplace"):
+        per_fit = [[(d, shift, resid) for k, d, shift, resid in rows if k == kind] for rows in fits]
+        if not any(per_fit):
+            continue
+        if kind == "gaussian":
+            values = [math.sqrt(sum((s / upper[(d.kind, round(d.scale, 12))]) ** 2 for d, s, _ in rows))
+                      for rows in per_fit]
+            k = int(np.argmax(values))
+            resid = max((r for rows in per_fit for _, _, r in rows if r is not None), default=None)
+            detail = "" if resid is None else f"inversion residual {resid:.1e}"
+            bounds.append(EventBound(kind, _MEASURE[kind], float(claims[kind]), float(values[k]), len(per_fit[k]),
+                                     detail))
+        else:  # one claim per release, paired in order with the draws of that kind
+            best = (-1.0, 0.0, 0.0)
+            for rows in per_fit:
+                for (d, s, _), claim in zip(rows, claims[kind]):
+                    emp = s / upper[(d.kind, round(d.scale, 12))]
+                    if emp / claim > best[0]:
+                        best = (emp / claim, claim, emp)
+            resid = max((r for rows in per_fit for _, _, r in rows if r is not None), default=None)
+            detail = "worst single release" + ("" if resid is None else f", inversion residual {resid:.1e}")
+            bounds.append(EventBound(kind, _MEASURE[kind], float(best[1]), float(best[2]), len(per_fit[0]), detail))
+    return EventAuditResult(_describe(estimator), bounds, int(n_fits), float(confidence), m, unpaired,
+                            time.perf_counter() - start)
+
+
+#: zero columns of the event-level settings (the noise of every coordinate estimates sigma; the canary uses one)
+_WIDTH = 10
+#: settings kept narrow: a top-s selection must pick the canary's column, or the inversion costs a fit per column
+_NARROW = ("noisy_iht", "dpsl_kt", "obj_pert", "obj_pert_svrg", "two_stage")
+
+
+def _event_cases(epsilon, delta):
+    """Per solver: the estimator and the keyword arguments of :func:`audit_events` (background or worlds).
+
+    The settings of :func:`audit_solvers` (zero background, mirrored canary on
+    its own direction), except where the event-level audit needs another:
+    ``dp_svrg`` / ``dp_svrg_pp`` with full batches (a mirrored canary moves
+    the anchor gradient by ``2C`` but never the gradient differences, so with
+    ``q < 1`` the claim for the steps that did not sample it is unreachable),
+    ``obj_pert`` on 2000 rows with a small radius (the perturbed minimiser must
+    stay inside the ball for the noise to be inverted, and ``2 zeta`` nearly
+    equals the canary's gradient shift), and ``two_stage`` on four features
+    with a canary that moves its block's support (world B holds a zero row).
+    """
+    from .linear_model import DPRidge, DPSparseLinearRegression
+
+    cases = {}
+    for name, (est, (X, y)) in _solver_cases(epsilon, delta).items():
+        if not X.any() and name not in _NARROW:  # more zero columns: more noise values to estimate sigma from
+            X = np.zeros((X.shape[0], _WIDTH))
+        cases[name] = (est, {"X": X, "y": y, "canary_norm": 1.0})
+    common = dict(epsilon=epsilon, delta=delta, data_norm=1.0, fit_intercept=False, label_bound=1.0)
+    X0, y0 = np.zeros((40, _WIDTH)), np.zeros(40)
+    for name in ("dp_svrg", "dp_svrg_pp"):
+        cases[name] = (DPRidge(solver=name, alpha=0.1, coef_norm=3.0, max_iter=3,
+                               solver_options={"batch_size": 41}, **common), {"X": X0, "y": y0, "canary_norm": 1.0})
+    # adassp: a mirrored canary leaves X^T X unchanged (x x^T = (-x)(-x)^T); canaries on two directions with
+    # opposite labels move X^T X by its full sensitivity and X^T y by 1/sqrt(2) of its
+    Xw = np.zeros((40, _WIDTH + 2))
+    a, b = np.zeros((1, _WIDTH + 2)), np.zeros((1, _WIDTH + 2))
+    a[0, -2], b[0, -1] = 1.0, 1.0
+    cases["adassp"] = (cases["adassp"][0], {"worlds": ((np.vstack([Xw, a]), np.append(y0, 1.0)),
+                                                       (np.vstack([Xw, b]), np.append(y0, -1.0)))})
+    cases["obj_pert"] = (DPRidge(solver="obj_pert", alpha=1.0, coef_norm=0.1, **common),
+                         {"X": np.zeros((2000, 2)), "y": np.zeros(2000), "canary_norm": 1.0})
+    # two_stage: the canary's block fits the canary (features 2, 3) instead of the weak signal on features 0, 1
+    # that the other blocks and world B's block select, so the votes move by 2s/k (their L1 sensitivity)
+    rng = np.random.RandomState(0)
+    Xb = rng.uniform(-0.5, 0.5, size=(1599, 4))
+    yb = 0.02 * (Xb[:, 0] + Xb[:, 1])
+    canary = np.array([[0.3, 0.3, 0.6, 0.6]])
+    worlds = ((np.vstack([Xb, canary]), np.append(yb, 1.0)), (np.vstack([Xb, 0 * canary]), np.append(yb, 1.0)))
+    cases["two_stage"] = (DPSparseLinearRegression(
+        epsilon=epsilon, delta=delta, n_nonzero_coefs=2, solver="two_stage", clip_norm=1.0, label_bound=1.0,
+        fit_intercept=False), {"worlds": worlds})
+    return cases
+
+
+def audit_solvers_events(epsilon=2.0, delta=1e-5, *, n_fits=20, solvers=None, noise_multiplier=1.0,
+                         confidence=0.95, random_state=0):
+    """:func:`audit_events` for every registered solver (or ``solvers``) in a worst-case canary setting.
+
+    The settings are those of :func:`audit_solvers` except where the
+    event-level audit needs another (see ``_event_cases``). Returns a list of
+    :class:`EventAuditResult` in the order of :func:`skdp.list_solvers`.
+    """
+    from .solvers import SOLVERS
+
+    cases = _event_cases(epsilon, delta)
+    names = sorted(SOLVERS) if solvers is None else list(solvers)
+    missing = [s for s in names if s not in cases]
+    if missing:
+        raise ValueError(f"No audit setting for solver(s) {missing}; known: {sorted(cases)}.")
+    results = []
+    for name in names:
+        est, kwargs = cases[name]
+        results.append(audit_events(est, **kwargs, n_fits=n_fits, noise_multiplier=noise_multiplier,
+                                    confidence=confidence, random_state=random_state))
     return results

@@ -13,7 +13,7 @@ Guzman and Nandi 2021, section 3 (generalized Gaussian).
 import contextlib
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,35 +60,98 @@ class Draw:
     ``"l2_laplace"`` (the scale of the norm's Gamma), ``"gumbel"`` (one
     report-noisy-max selection), ``"generalized_gaussian"`` or
     ``"discrete_gaussian"`` (``scale`` = standard deviation in the released units).
+
+    ``audit`` is ``None`` unless recorded with ``record_draws(audit=True)``;
+    then it is a dict with ``"noise"`` (the values drawn) and, once the noise
+    is added to the value it protects, ``"query"`` (that noiseless value) and
+    ``"released"`` (the sum); for a selection ``"query"`` holds the scores and
+    ``"index"`` the selected one.
     """
 
     kind: str
     scale: float
     size: int
+    audit: dict = field(default=None, compare=False, repr=False)
 
 
 @contextlib.contextmanager
-def record_draws():
+def record_draws(audit=False, replay=None):
     """Record every noise draw made in this thread inside the block (for tests and audits).
 
     Yields the list the :class:`Draw` records are appended to, in the order
     drawn. The scale recorded is the one actually used (so a draw made under
     :func:`scaled_noise` shows its reduced scale). Off by default; when off the
     samplers only check one thread-local attribute.
+
+    ``audit=True`` (used by :func:`skdp.audit.audit_events`; it voids the
+    guarantee of what is fitted inside) also keeps the values: every additive
+    draw is returned as a thin array subclass whose first addition records the
+    noiseless value it is added to (``Draw.audit["query"]``) and the sum,
+    and every selection records its scores. ``replay`` (a list, one dict or
+    ``None`` per draw, in draw order) makes draw ``t`` behave as in another
+    fit: ``"released"`` is returned by its addition instead of the sum (the
+    other fit's released value, so both fits share one history),
+    ``"index"`` is the selection made, and ``"noise"`` replaces the values
+    drawn. The generator is always advanced exactly as in a normal fit.
     """
     records = []
-    previous = getattr(_STATE, "records", None)
+    previous = (getattr(_STATE, "records", None), getattr(_STATE, "audit", None))
     _STATE.records = records
+    _STATE.audit = (list(replay or ()),) if audit else None
     try:
         yield records
     finally:
-        _STATE.records = previous
+        _STATE.records, _STATE.audit = previous
 
 
 def _record(kind, scale, size):
     records = getattr(_STATE, "records", None)
     if records is not None:
-        records.append(Draw(kind, float(scale), int(np.prod(size))))
+        mode = getattr(_STATE, "audit", None)
+        draw = Draw(kind, float(scale), int(np.prod(size)), None if mode is None else {"index_in_fit": len(records)})
+        records.append(draw)
+        return draw
+    return None
+
+
+class _Traced(np.ndarray):
+    """Audit mode only: noise that records the value it is first added to (and may return a replayed sum)."""
+
+    _draw = None
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        draw = self._draw
+        plain = tuple(x.view(np.ndarray) if isinstance(x, _Traced) else x for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, _Traced) else x for x in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if draw is None or ufunc is not np.add or method != "__call__" or len(inputs) != 2 \
+                or "query" in draw.audit:
+            return result
+        other = plain[1] if inputs[0] is self else plain[0]
+        draw.audit["query"] = np.array(np.broadcast_to(other, np.shape(result)), dtype=float)
+        replayed = draw.audit.get("replay_released")
+        if replayed is not None and np.shape(replayed) == np.shape(result):
+            result[...] = replayed
+        draw.audit["released"] = np.array(result, dtype=float)
+        return result
+
+
+def _out(draw, noise):
+    """The noise a sampler returns: itself, or in audit mode the recorded / replayed / traced version."""
+    if draw is None or draw.audit is None:
+        return noise
+    (replay,) = _STATE.audit
+    t = draw.audit["index_in_fit"]
+    entry = replay[t] if t < len(replay) and replay[t] is not None else {}
+    if "noise" in entry:
+        noise = np.array(entry["noise"], dtype=float).reshape(np.shape(noise))
+    draw.audit["noise"] = np.array(noise, dtype=float)
+    if "released" in entry:
+        draw.audit["replay_released"] = np.asarray(entry["released"], dtype=float)
+    traced = np.array(noise, dtype=float).view(_Traced)
+    traced._draw = draw
+    return traced
 
 
 def _shape(size):
@@ -98,14 +161,14 @@ def _shape(size):
 def gaussian_noise(rng, sigma, size):
     """Draw ``N(0, sigma^2 I)`` of the given shape."""
     shape = _shape(size)
-    _record("gaussian", float(sigma) * _m(), shape)
-    return rng.normal(0.0, 1.0, size=shape) * (float(sigma) * _m())
+    draw = _record("gaussian", float(sigma) * _m(), shape)
+    return _out(draw, rng.normal(0.0, 1.0, size=shape) * (float(sigma) * _m()))
 
 
 def laplace_noise(rng, scale, size):
     """Draw i.i.d. ``Laplace(0, scale)`` coordinates (needs an L1 sensitivity)."""
-    _record("laplace", float(scale) * _m(), _shape(size))
-    return rng.laplace(0.0, float(scale) * _m(), size=_shape(size))
+    draw = _record("laplace", float(scale) * _m(), _shape(size))
+    return _out(draw, rng.laplace(0.0, float(scale) * _m(), size=_shape(size)))
 
 
 def l2_laplace_noise(rng, scale, size):
@@ -118,21 +181,30 @@ def l2_laplace_noise(rng, scale, size):
     """
     shape = _shape(size)
     d = int(np.prod(shape))
-    _record("l2_laplace", float(scale) * _m(), shape)
+    draw = _record("l2_laplace", float(scale) * _m(), shape)
     direction = rng.normal(0.0, 1.0, size=d)
     norm = np.linalg.norm(direction)
     while norm == 0:  # pragma: no cover - probability zero
         direction = rng.normal(0.0, 1.0, size=d)
         norm = np.linalg.norm(direction)
     radius = rng.gamma(shape=d, scale=float(scale) * _m())
-    return (radius * direction / norm).reshape(shape)
+    return _out(draw, (radius * direction / norm).reshape(shape))
 
 
 def report_noisy_max(rng, scores, scale):
     """Index of ``argmax(scores + Gumbel(scale))``: the exponential mechanism ``P ~ exp(score/scale)``."""
     scores = np.asarray(scores, dtype=float)
-    _record("gumbel", float(scale) * _m(), (1,))
-    return int(np.argmax(scores + rng.gumbel(0.0, float(scale) * _m(), size=scores.shape)))
+    draw = _record("gumbel", float(scale) * _m(), (1,))
+    gumbel = rng.gumbel(0.0, float(scale) * _m(), size=scores.shape)
+    if draw is None or draw.audit is None:
+        return int(np.argmax(scores + gumbel))
+    (replay,) = _STATE.audit
+    t = draw.audit["index_in_fit"]
+    entry = replay[t] if t < len(replay) and replay[t] is not None else {}
+    draw.audit.update(noise=gumbel, query=scores.copy())
+    index = int(entry["index"]) if "index" in entry else int(np.argmax(scores + gumbel))
+    draw.audit["index"] = index
+    return index
 
 
 def generalized_gaussian_noise(rng, sigma, size, r=2.0):
@@ -150,7 +222,7 @@ def generalized_gaussian_noise(rng, sigma, size, r=2.0):
     r = float(r)
     if r == 2.0:
         return gaussian_noise(rng, sigma, shape)
-    _record("generalized_gaussian", float(sigma) * _m(), shape)
+    draw = _record("generalized_gaussian", float(sigma) * _m(), shape)
     while True:
         Y = rng.gamma(1.0 / r, 1.0, size=d) ** (1.0 / r) * rng.choice([-1.0, 1.0], size=d)
         top = np.max(np.abs(Y))
@@ -159,4 +231,4 @@ def generalized_gaussian_noise(rng, sigma, size, r=2.0):
     h = Y / top
     direction = h / np.linalg.norm(h, ord=r)
     radius = float(sigma) * _m() * math.sqrt(rng.chisquare(d))
-    return (radius * direction).reshape(shape)
+    return _out(draw, (radius * direction).reshape(shape))
