@@ -154,3 +154,29 @@ def test_dpsl_kt_secure_labels():
     cont = DPSparseLinearRegression(**base).fit(X, y)
     assert cont.noise_scale_ < m.noise_scale_ < 1.35 * cont.noise_scale_
     assert set(np.flatnonzero(m.coef_)) == {0, 1}
+
+
+def test_dp_gd_secure_noise_mode():
+    """Every gradient release is on the grid with discrete Gaussian noise; rho / T-zCDP each, rho the budget's."""
+    from skdp.privacy import ZCDPEvent, price
+    from skdp.privacy.mechanisms import record_draws
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 4)
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(data_norm=2.0, classes=[0, 1], max_iter=5, random_state=0)
+    with record_draws() as draws:
+        clf = DPLogisticRegression(1.0, solver_options={"secure_noise": True}, **kw).fit(X, y)
+    (event,) = clf.privacy_events_
+    rho = _rho_for(1.0, 1e-5)
+    assert isinstance(event, ZCDPEvent) and event.count == 5 and event.rho == pytest.approx(rho / 5, rel=1e-6)
+    assert price(clf.privacy_events_, 1e-5).budget.epsilon == pytest.approx(1.0, rel=1e-6)
+    sens = 2 * (2.0 * 0.5) / 300  # replace-one, public n: 2 G / n with G the clip at w = 0 (K / 2)
+    gamma = secure_grid(sens, 5)
+    assert clf.noise_scale_ == pytest.approx((sens + gamma * math.sqrt(5)) / math.sqrt(2 * rho / 5), rel=1e-6)
+    assert [d.kind for d in draws] == ["discrete_gaussian"] * 5
+    assert all(d.scale == pytest.approx(clf.noise_scale_, rel=1e-6) for d in draws)
+    plain = DPLogisticRegression(1.0, **kw).fit(X, y)
+    assert clf.score(X, y) > 0.9 and plain.noise_scale_ < clf.noise_scale_ < 1.3 * plain.noise_scale_
+    with pytest.raises(ValueError, match="secure_noise"):  # a solver without the option refuses it
+        DPLogisticRegression(1.0, solver="noisy_sgd", solver_options={"secure_noise": True}, **kw).fit(X, y)
