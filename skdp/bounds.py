@@ -35,6 +35,7 @@ __all__ = [
     "private_label_range",
     "private_clip_norm",
     "BoundedData",
+    "BoundedDesign",
     "bound_features",
     "bound_labels",
     "public_label_range",
@@ -81,7 +82,174 @@ class BoundedData:
     intercept_scaling: float = 0.0  # value c0 of the appended column
 
 
-def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5):
+class BoundedDesign:
+    """The clipped, augmented design ``[f_i x_i, c_i]`` of a dense ``X``, as a read-only operator.
+
+    What :func:`bound_features` returns with ``lazy=True`` for dense input:
+    the same matrix as its array (row ``i`` of ``X`` scaled by the clipping
+    factor ``f_i``, then the intercept column ``c_i``), without copying ``X``.
+    Products fold the factors into the vectors (``A w = f * (X w_x) + c w_c``,
+    ``A^T v = [X^T (f v), c . v]``), so they agree with the array's up to
+    floating-point summation order, and the bounds (and every sensitivity built
+    on them) are unchanged. ``float32`` input stays ``float32`` in memory; every
+    product is computed in ``float64`` (by blocks of rows), as on the array.
+
+    Supports what the solvers use: ``shape``, ``dtype``, ``ndim``, ``A[rows]``
+    (a dense ``float64`` copy of those rows), ``A @ w``, ``A.T @ v``, ``A.T @ A``
+    (:meth:`gram`), :meth:`gradient_sum` (one fused pass for a GLM gradient),
+    :meth:`toarray`.
+    """
+
+    #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
+    _block = 4096
+
+    def __init__(self, X, factors=None, intercept=None):
+        self._X = X
+        self._f = None if factors is None else np.asarray(factors, dtype=np.float64)
+        self._c = intercept  # None (no column), a float (constant column) or an (n,) array
+        self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
+        self.dtype = np.dtype(np.float64)
+        self.ndim = 2
+
+    @property
+    def T(self):
+        return _TransposedBoundedDesign(self)
+
+    def astype(self, dtype, copy=True):
+        """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
+        if np.dtype(dtype) != np.float64 or copy:
+            return self.toarray().astype(dtype, copy=False)
+        return self
+
+    def with_rows_zeroed(self, keep):
+        """The design whose rows outside the boolean mask ``keep`` are zero (intercept column included)."""
+        keep = np.asarray(keep, dtype=bool)
+        f = keep.astype(np.float64) if self._f is None else np.where(keep, self._f, 0.0)
+        c = self._c
+        if c is not None:
+            c = np.where(keep, c, 0.0)
+        return BoundedDesign(self._X, f, c)
+
+    # -- pieces -----------------------------------------------------------------------------
+    def _raw(self, rows):
+        B = self._X[rows]
+        return B if B.dtype == np.float64 else B.astype(np.float64)
+
+    def _factors(self, rows):
+        return None if self._f is None else self._f[rows]
+
+    def _column(self, rows, length):
+        if self._c is None:
+            return None
+        return self._c[rows] if isinstance(self._c, np.ndarray) else np.full(length, float(self._c))
+
+    def _col_dot(self, v, rows=slice(None)):
+        """``c^T v`` over ``rows`` (``v`` of shape (m,) or (m, k))."""
+        if isinstance(self._c, np.ndarray):
+            return self._c[rows] @ v
+        return float(self._c) * v.sum(axis=0)
+
+    def _blocks(self):
+        n = self.shape[0]
+        for lo in range(0, n, self._block):
+            yield slice(lo, min(lo + self._block, n))
+
+    def __getitem__(self, rows):
+        B = self._raw(rows)
+        f = self._factors(rows)
+        if f is not None:
+            B = B * (f[:, None] if B.ndim == 2 else f)
+        if self._c is None:
+            return B
+        if B.ndim == 1:  # one row
+            return np.append(B, self._c[rows] if isinstance(self._c, np.ndarray) else float(self._c))
+        out = np.empty((B.shape[0], self.shape[1]))
+        out[:, :-1] = B
+        out[:, -1] = self._column(rows, B.shape[0])
+        return out
+
+    def toarray(self):
+        """The design as a dense ``float64`` array (tests, small data)."""
+        return self[np.arange(self.shape[0])]
+
+    def _margins(self, B, rows, w):
+        """``A[rows] @ w`` from the raw block ``B = X[rows]``."""
+        d = self._X.shape[1]
+        Z = B @ w[:d]
+        f = self._factors(rows)
+        if f is not None:
+            Z *= f if Z.ndim == 1 else f[:, None]
+        if self._c is not None:
+            col = self._column(rows, B.shape[0])
+            Z += col * w[d] if Z.ndim == 1 else np.outer(col, w[d])
+        return Z
+
+    def _transpose_product(self, B, rows, v):
+        """``A[rows]^T v`` from the raw block ``B = X[rows]``."""
+        f = self._factors(rows)
+        u = v if f is None else v * (f if v.ndim == 1 else f[:, None])
+        top = B.T @ u
+        if self._c is None:
+            return top
+        return np.concatenate([top, np.reshape(self._col_dot(v, rows), (1,) + v.shape[1:])])
+
+    # -- products -----------------------------------------------------------------------------
+    def __matmul__(self, w):
+        w = np.asarray(w, dtype=np.float64)
+        if self._X.dtype == np.float64:
+            return self._margins(self._X, slice(None), w)
+        out = np.empty((self.shape[0],) + w.shape[1:])
+        for rows in self._blocks():
+            out[rows] = self._margins(self._raw(rows), rows, w)
+        return out
+
+    def _rmatmul(self, v):
+        """``A^T v``."""
+        if v is self:
+            return self.gram()
+        v = np.asarray(v, dtype=np.float64)
+        if self._X.dtype == np.float64:
+            return self._transpose_product(self._X, slice(None), v)
+        out = np.zeros((self.shape[1],) + v.shape[1:])
+        for rows in self._blocks():
+            out += self._transpose_product(self._raw(rows), rows, v[rows])
+        return out
+
+    def gradient_sum(self, w, derivative):
+        """``sum_i S_i a_i^T`` with ``S = derivative(A @ w, rows)``, in one pass over ``X``.
+
+        ``derivative(Z, rows)`` gets the linear predictors of a block of rows
+        (a slice) and returns their per-example loss derivatives (clipped as the
+        caller wants). Each block is read once from memory for both products.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        out = np.zeros(w.shape)
+        for rows in self._blocks():
+            B = self._raw(rows)
+            out += self._transpose_product(B, rows, derivative(self._margins(B, rows, w), rows))
+        return out
+
+    def gram(self, weights=None):
+        """``A^T diag(weights) A`` (``A^T A`` without weights) as a dense ``(p, p)`` array, by blocks of rows."""
+        p = self.shape[1]
+        out = np.zeros((p, p))
+        for rows in self._blocks():
+            B = self[rows]
+            out += B.T @ (B if weights is None else B * weights[rows][:, None])
+        return out
+
+
+class _TransposedBoundedDesign:
+    def __init__(self, design):
+        self._design = design
+        self.shape = design.shape[::-1]
+
+    def __matmul__(self, v):
+        return self._design._rmatmul(v)
+
+
+def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5, *, norms=None,
+                   lazy=False):
     """Clip rows to the public norm bound and append the intercept column.
 
     Parameters
@@ -99,6 +267,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
         Fraction of ``K`` given to the intercept column when
         ``intercept_scaling`` is ``None`` (raw rows are clipped to
         ``K sqrt(1 - fraction^2)``).
+    norms : ndarray of shape (n_samples,), optional
+        The row norms of ``X`` (:func:`row_norms`) when the caller has them already.
+    lazy : bool, default=False
+        Dense ``X`` only: return the clipped, augmented design as a
+        :class:`BoundedDesign` over ``X`` (no copy) instead of an array.
 
     Returns
     -------
@@ -106,7 +279,7 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     """
     half = intercept_scaling is None
     c0 = (0.0 if half else float(intercept_scaling)) if fit_intercept else 0.0
-    norms = row_norms(X)
+    norms = row_norms(X) if norms is None else norms
     derived = data_norm is None
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0
@@ -134,6 +307,16 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     k_x = math.sqrt(K * K - c0 * c0)
     over = norms > k_x
     n_clipped = int(np.count_nonzero(over))
+    if lazy and not sp.issparse(X):
+        factors = None
+        if n_clipped:
+            factors = np.ones_like(norms)
+            factors[over] = k_x / norms[over]
+            norms = np.where(over, k_x, norms)
+        if fit_intercept:
+            norms = np.sqrt(norms**2 + c0**2)
+        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None), K, n_clipped, derived,
+                           norms, c0)
     if n_clipped:
         factors = np.ones_like(norms)
         factors[over] = k_x / norms[over]
@@ -351,16 +534,17 @@ def check_label_bound(label_bound):
 # Bounds chosen privately (``"auto"``): each is one or two exponential-mechanism selections on a
 # public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
 # ---------------------------------------------------------------------------------------------
-def private_row_bound(X, epsilon, rng, *, quantile=0.5, factor=0.7, fit_intercept=True, intercept_scaling=None,
-                      intercept_fraction=0.5):
+def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, fit_intercept=True,
+                      intercept_scaling=None, intercept_fraction=0.5):
     """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
 
     The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
     their norms (:func:`skdp.privacy.private_quantile` at ``epsilon``); the
     intercept column, when there is one, is added to that in the norm
     (``intercept_scaling``, or the share ``intercept_fraction`` of ``K``).
+    ``norms``: the row norms of ``X`` when the caller has them already.
     """
-    value, event = private_quantile(row_norms(X), quantile, epsilon, rng)
+    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng)
     k_x = factor * value
     if not fit_intercept:
         return k_x, event

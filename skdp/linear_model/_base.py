@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
 from .._release import _caller_stacklevel, class_selection_events, solve_and_release, zero_inactive_rows
-from ..bounds import bound_features, private_row_bound
+from ..bounds import bound_features, private_row_bound, row_norms
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
@@ -337,15 +337,16 @@ class DPLinearModel(BaseEstimator):
         warn_unreliable_selection(self.epsilon, self._n_auto_selections(), X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
+        norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
         if data_norm == "auto":
             data_norm, bound_event = private_row_bound(
-                X, self._selection_epsilon(X.shape[0]), rng, quantile=self._auto_norm_quantile,
+                X, self._selection_epsilon(X.shape[0]), rng, norms=norms, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
                 intercept_fraction=self._default_intercept_fraction)
             pre_events = [bound_event] + pre_events
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling,
-                                 self._default_intercept_fraction)
+                                 self._default_intercept_fraction, norms=norms, lazy=True)
         if active is not None:
             bounded = zero_inactive_rows(bounded, active)
         problem = self._problem(

@@ -278,6 +278,8 @@ def _hessian(X, curv, lam):
     n, p = X.shape
     if sparse.issparse(X):
         H = (X.T @ sparse.diags(curv) @ X).toarray()
+    elif hasattr(X, "gram"):  # a lazy design: by blocks of rows, no weighted copy of X
+        H = X.gram(curv)
     else:
         H = X.T @ (X * curv[:, None])
     return np.asarray(H) / n + lam * np.eye(p)
@@ -320,7 +322,7 @@ def _ridge_on_ball(X, y, lam, lin, radius):
     outside the ball. Returns the solution and its constrained KKT residual.
     """
     n = X.shape[0]
-    XtX = np.asarray((X.T @ X).toarray() if hasattr(X, "toarray") else X.T @ X) / n
+    XtX = np.asarray((X.T @ X).toarray() if sparse.issparse(X) else X.T @ X) / n
     g = np.asarray(X.T @ y).ravel() / n - lin
     evals, evecs = linalg.eigh(XtX)
     evals = np.maximum(evals, 0.0) + lam
