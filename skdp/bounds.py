@@ -131,67 +131,77 @@ class BoundedDesign:
         return BoundedDesign(self._X, f, c)
 
     # -- pieces -----------------------------------------------------------------------------
+    def _take(self, rows):
+        """``X[rows]`` as stored (a view for a slice)."""
+        if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
+            return np.take(self._X, rows, axis=0)
+        return self._X[rows]
+
     def _raw(self, rows):
-        B = self._X[rows]
+        """``X[rows]`` in ``float64``."""
+        B = self._take(rows)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _factors(self, rows):
         return None if self._f is None else self._f[rows]
-
-    def _column(self, rows, length):
-        if self._c is None:
-            return None
-        return self._c[rows] if isinstance(self._c, np.ndarray) else np.full(length, float(self._c))
-
-    def _col_dot(self, v, rows=slice(None)):
-        """``c^T v`` over ``rows`` (``v`` of shape (m,) or (m, k))."""
-        if isinstance(self._c, np.ndarray):
-            return self._c[rows] @ v
-        return float(self._c) * v.sum(axis=0)
 
     def _blocks(self):
         n = self.shape[0]
         for lo in range(0, n, self._block):
             yield slice(lo, min(lo + self._block, n))
 
-    def __getitem__(self, rows):
-        B = self._raw(rows)
+    def _fill(self, out, rows):
+        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``, at least)."""
+        d = self._X.shape[1]
+        B = self._take(rows)
         f = self._factors(rows)
-        if f is not None:
-            B = B * (f[:, None] if B.ndim == 2 else f)
-        if self._c is None:
-            return B
-        if B.ndim == 1:  # one row
-            return np.append(B, self._c[rows] if isinstance(self._c, np.ndarray) else float(self._c))
-        out = np.empty((B.shape[0], self.shape[1]))
-        out[:, :-1] = B
-        out[:, -1] = self._column(rows, B.shape[0])
+        if f is None:
+            out[:, :d] = B
+        else:
+            np.multiply(B, f[:, None], out=out[:, :d])
+        if self._c is not None:
+            out[:, d] = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
         return out
+
+    def __getitem__(self, rows):
+        if np.ndim(rows) == 0 and not isinstance(rows, slice):  # one row
+            return self[np.atleast_1d(rows)][0]
+        m = len(range(*rows.indices(self.shape[0]))) if isinstance(rows, slice) else (
+            int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
+        return self._fill(np.empty((m, self.shape[1])), rows)
 
     def toarray(self):
         """The design as a dense ``float64`` array (tests, small data)."""
-        return self[np.arange(self.shape[0])]
+        return self[slice(None)]
 
     def _margins(self, B, rows, w):
-        """``A[rows] @ w`` from the raw block ``B = X[rows]``."""
+        """``A[rows] @ w`` from the raw rows ``B = X[rows]``."""
         d = self._X.shape[1]
         Z = B @ w[:d]
         f = self._factors(rows)
         if f is not None:
             Z *= f if Z.ndim == 1 else f[:, None]
         if self._c is not None:
-            col = self._column(rows, B.shape[0])
-            Z += col * w[d] if Z.ndim == 1 else np.outer(col, w[d])
+            if isinstance(self._c, np.ndarray):
+                col = self._c[rows]
+                Z += col * w[d] if Z.ndim == 1 else np.outer(col, w[d])
+            else:
+                Z += self._c * w[d]
         return Z
 
-    def _transpose_product(self, B, rows, v):
-        """``A[rows]^T v`` from the raw block ``B = X[rows]``."""
+    def _transpose_parts(self, B, rows, v):
+        """``A[rows]^T v`` from the raw rows ``B = X[rows]``: (the ``X`` part, the intercept part or None)."""
         f = self._factors(rows)
-        u = v if f is None else v * (f if v.ndim == 1 else f[:, None])
-        top = B.T @ u
+        top = B.T @ (v if f is None else v * (f if v.ndim == 1 else f[:, None]))
         if self._c is None:
-            return top
-        return np.concatenate([top, np.reshape(self._col_dot(v, rows), (1,) + v.shape[1:])])
+            return top, None
+        if isinstance(self._c, np.ndarray):
+            return top, self._c[rows] @ v
+        return top, self._c * v.sum(axis=0)
+
+    def _stack(self, parts):
+        top, col = parts
+        return top if col is None else np.concatenate([top, np.reshape(col, (1,) + top.shape[1:])])
 
     # -- products -----------------------------------------------------------------------------
     def __matmul__(self, w):
@@ -209,32 +219,49 @@ class BoundedDesign:
             return self.gram()
         v = np.asarray(v, dtype=np.float64)
         if self._X.dtype == np.float64:
-            return self._transpose_product(self._X, slice(None), v)
+            return self._stack(self._transpose_parts(self._X, slice(None), v))
         out = np.zeros((self.shape[1],) + v.shape[1:])
         for rows in self._blocks():
-            out += self._transpose_product(self._raw(rows), rows, v[rows])
+            out += self._stack(self._transpose_parts(self._raw(rows), rows, v[rows]))
         return out
 
-    def gradient_sum(self, w, derivative):
+    def gradient_sum(self, w, derivative, rows=None):
         """``sum_i S_i a_i^T`` with ``S = derivative(A @ w, rows)``, in one pass over ``X``.
 
-        ``derivative(Z, rows)`` gets the linear predictors of a block of rows
-        (a slice) and returns their per-example loss derivatives (clipped as the
-        caller wants). Each block is read once from memory for both products.
+        ``derivative(Z, r)`` gets the linear predictors of the rows ``r`` (a
+        block's slice, or the index array ``rows``) and returns their
+        per-example loss derivatives (clipped as the caller wants). Each block
+        is read once from memory for both products; with ``rows`` (a
+        mini-batch) only those rows are gathered, once.
         """
         w = np.asarray(w, dtype=np.float64)
-        out = np.zeros(w.shape)
-        for rows in self._blocks():
+        if rows is not None:
             B = self._raw(rows)
-            out += self._transpose_product(B, rows, derivative(self._margins(B, rows, w), rows))
-        return out
+            return self._stack(self._transpose_parts(B, rows, derivative(self._margins(B, rows, w), rows)))
+        d = self._X.shape[1]
+        top, col = np.zeros((d,) + w.shape[1:]), 0.0
+        for block in self._blocks():
+            B = self._raw(block)
+            t, c = self._transpose_parts(B, block, derivative(self._margins(B, block, w), block))
+            top += t
+            if c is not None:
+                col = col + c
+        return self._stack((top, None if self._c is None else col))
 
-    def gram(self, weights=None):
-        """``A^T diag(weights) A`` (``A^T A`` without weights) as a dense ``(p, p)`` array, by blocks of rows."""
+    def gram(self, weights=None, extra=None):
+        """``A^T diag(weights) A`` as a dense ``(p, p)`` array, by blocks of rows (no copy of ``X``).
+
+        ``extra`` (``(n,)`` or ``(n, e)``): columns appended to ``A`` first, so one
+        pass gives ``[A, extra]^T [A, extra]`` (e.g. ``X^T y`` with ``X^T X``).
+        """
+        e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
         p = self.shape[1]
-        out = np.zeros((p, p))
+        out = np.zeros((p + e, p + e))
+        buf = np.empty((min(self._block, self.shape[0]), p + e))
         for rows in self._blocks():
-            B = self[rows]
+            B = self._fill(buf[: rows.stop - rows.start], rows)
+            if e:
+                B[:, p:] = extra[rows] if e > 1 or np.ndim(extra) == 2 else extra[rows][:, None]
             out += B.T @ (B if weights is None else B * weights[rows][:, None])
         return out
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss
+from ..losses import CAPABILITIES, LOSSES, ScreenedSquaredGradient, clipped_mean_gradient, get_loss
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
@@ -108,7 +108,21 @@ class Problem:
     def smoothness(self):
         return self.loss.smoothness(self.data_norm)
 
+    #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
+    _screened: object = field(default=None, init=False, repr=False, compare=False)
+
     def mean_gradient(self, coef, rows=None, n_total=None):
+        """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
+
+        Full-batch gradients of the squared loss on a lazy design go through
+        :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
+        without a pass over the rows).
+        """
+        if (rows is None and self.loss.quadratic and self.clip is not None and np.ndim(coef) == 1
+                and hasattr(self.X, "gram")):
+            if self._screened is None:
+                self._screened = ScreenedSquaredGradient(self.X, self.y, self.norms, self.clip)
+            return self._screened(coef, n_total)
         return clipped_mean_gradient(
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows
         )

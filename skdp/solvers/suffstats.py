@@ -84,9 +84,13 @@ class AdaSSP(Solver):
         X, y, n, p = problem.X, np.asarray(problem.y, dtype=float), problem.n, problem.p
         s_min, s_xx, s_xy = plan.settings["sigmas"]
         rho = plan.settings["rho"]
-        XtX = X.T @ X
-        XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
-        Xty = np.asarray(X.T @ y, dtype=float).ravel()
+        if hasattr(X, "gram"):  # a lazy design: X^T X and X^T y in one pass over the rows
+            G = X.gram(extra=y)
+            XtX, Xty = G[:p, :p], G[:p, p]
+        else:
+            XtX = X.T @ X
+            XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
+            Xty = np.asarray(X.T @ y, dtype=float).ravel()
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         lam_min = float(np.linalg.eigvalsh(XtX)[0]) + float(gaussian_noise(rng, s_min, 1)[0])
         lam_low = max(lam_min - s_min * math.sqrt(2.0 * math.log(3.0 / rho)), 0.0)
