@@ -49,10 +49,10 @@ __all__ = [
 
 
 def row_norms(X):
-    """L2 norm of every row of a dense array or sparse matrix."""
+    """L2 norm of every row of a dense array or sparse matrix, in ``float64`` (also for ``float32`` input)."""
     if sp.issparse(X):
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
 def _scale_rows(X, factors):

@@ -2,6 +2,7 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
+import time
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -11,7 +12,76 @@ from ..losses import CAPABILITIES, LOSSES, ScreenedSquaredGradient, clipped_mean
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
-           "public_view", "repeated_gaussian_plan", "unit_interval_option"]
+           "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
+           "report_phase"]
+
+#: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
+PROGRESS_AFTER = 1.0
+#: ``verbose == 1``: at most one epoch line per this many seconds (``verbose >= 2``: every epoch)
+PROGRESS_INTERVAL = 0.5
+
+
+class Progress:
+    """Progress lines of one solver run (``verbose``): one per epoch or phase, with the elapsed time.
+
+    An epoch is ``n`` rows' worth of per-example gradients (one full-batch
+    gradient, or mini-batches adding up to ``n`` rows). Nothing is printed
+    with ``verbose=0``, nor before the run has lasted :data:`PROGRESS_AFTER`
+    seconds, so short fits stay quiet; with ``verbose=1`` epoch lines come at
+    most every :data:`PROGRESS_INTERVAL` seconds, with ``verbose >= 2`` every
+    epoch. Only public quantities are printed (epoch counts, phases, times).
+    """
+
+    def __init__(self, name, verbose, n):
+        self.name, self.verbose, self.n = name, int(verbose or 0), max(int(n), 1)
+        self.start = self.last = time.perf_counter()
+        self.rows, self.epochs = 0, 0
+
+    def _print(self, text, force=False):
+        now = time.perf_counter()
+        elapsed = now - self.start
+        if elapsed < PROGRESS_AFTER or not (force or self.verbose >= 2 or now - self.last >= PROGRESS_INTERVAL):
+            return
+        self.last = now
+        print(f"[{self.name}] {text}, elapsed {elapsed:.2f} s", flush=True)
+
+    def rows_done(self, m):
+        """``m`` more per-example gradients were computed."""
+        if not self.verbose:
+            return
+        self.rows += int(m)
+        epochs = self.rows // self.n
+        if epochs > self.epochs:
+            self.epochs = epochs
+            self._print(f"epoch {epochs}")
+
+    def phase(self, text):
+        """A phase of the run ended (e.g. a solve, an SVRG epoch)."""
+        if self.verbose:
+            self._print(text, force=True)
+
+    def done(self):
+        if self.verbose:
+            self._print(f"done ({self.rows / self.n:.1f} epochs)", force=True)
+
+
+def _batch_size(rows):
+    rows = np.asarray(rows)
+    return int(np.count_nonzero(rows)) if rows.dtype == bool else rows.size
+
+
+def report_rows(problem, m):
+    """Count ``m`` per-example gradients towards ``problem``'s progress (a no-op without ``verbose``)."""
+    progress = getattr(problem, "progress", None)
+    if progress is not None:
+        progress.rows_done(m)
+
+
+def report_phase(problem, text):
+    """Report the end of a phase of ``problem``'s run (a no-op without ``verbose``)."""
+    progress = getattr(problem, "progress", None)
+    if progress is not None:
+        progress.phase(text)
 
 
 @dataclass
@@ -108,6 +178,8 @@ class Problem:
     def smoothness(self):
         return self.loss.smoothness(self.data_norm)
 
+    #: the run's :class:`Progress` (set by :meth:`Solver.solve`)
+    progress: object = field(default=None, repr=False, compare=False)
     #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
     _screened: object = field(default=None, init=False, repr=False, compare=False)
 
@@ -118,6 +190,8 @@ class Problem:
         :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
         without a pass over the rows).
         """
+        if self.progress is not None:
+            self.progress.rows_done(self.n if rows is None else _batch_size(rows))
         if (rows is None and self.loss.quadratic and self.clip is not None and np.ndim(coef) == 1
                 and hasattr(self.X, "gram")):
             if self._screened is None:
@@ -322,7 +396,9 @@ class Solver:
         scales from the plan.
         """
         plan = self.make_plan(public_view(problem), budget)
+        problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n)
         result = self.run(problem, plan, rng)
+        problem.progress.done()
         result.events = list(plan.events)
         if result.noise_scale is None:  # a run may report the scale in the released units (a grid release)
             result.noise_scale = float(plan.noise_scale)

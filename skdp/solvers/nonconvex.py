@@ -21,7 +21,7 @@ import numpy as np
 
 from ..losses import clip_derivatives
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, register, report_rows
 from .gradient import poisson_sample
 from .sgd import _noise_multiplier
 
@@ -384,6 +384,7 @@ class DPSRM(_PoissonSolver):
 
     @staticmethod
     def _derivatives(problem, rows, w):
+        report_rows(problem, rows.size)
         Xb = problem.X[rows]
         return Xb, problem.loss.derivative(Xb @ w, problem.y[rows]), problem.norms[rows]
 
@@ -423,6 +424,7 @@ class DPSRM(_PoissonSolver):
     def _clipped_sum(problem, rows, w, G):
         if rows.size == 0:
             return np.zeros_like(w)
+        report_rows(problem, rows.size)
         Xb = problem.X[rows]
         S = problem.loss.derivative(Xb @ w, problem.y[rows])
         S = clip_derivatives(S, problem.norms[rows], G, vector=np.ndim(S) == 2)

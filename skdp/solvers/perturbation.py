@@ -21,7 +21,7 @@ from ..privacy import (
 )
 from ..privacy.discrete import secure_gaussian_release
 from ..penalties import project_l2_ball
-from ._base import Problem, Solver, SolverPlan, SolverResult, register
+from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_phase, report_rows
 
 __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbationSVRG"]
 
@@ -207,7 +207,8 @@ class ObjectivePerturbation(Solver):
     def _binary(problem, y=None):
         """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows."""
         return Problem(problem.X, y, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
-                       options=problem.options, n_samples=problem.n, n_features=problem.p)
+                       options=problem.options, n_samples=problem.n, n_features=problem.p,
+                       progress=problem.progress)
 
     def make_plan(self, problem, budget):
         k = problem.n_outputs
@@ -290,6 +291,7 @@ def _minimise_smooth(problem, lam, lin):
     X, y, loss = problem.X, problem.y, problem.loss
 
     def fun(w):
+        report_rows(problem, X.shape[0])
         Z = X @ w
         val = float(np.mean(loss.value(Z, y))) + 0.5 * lam * w @ w + lin @ w
         grad = np.asarray(X.T @ loss.derivative(Z, y)) / X.shape[0] + lam * w + lin
@@ -301,6 +303,7 @@ def _minimise_smooth(problem, lam, lin):
         options={"maxiter": 20000, "gtol": 1e-12 * scale, "ftol": 0.0, "maxcor": 30},
     )
     w = res.x
+    report_phase(problem, f"L-BFGS ({res.nit} iterations)")
     resid = float(np.linalg.norm(fun(w)[1]))
     if resid > 1e-10 * scale:
         # Newton polish: the objective is lam-strongly convex and smooth.
@@ -308,6 +311,7 @@ def _minimise_smooth(problem, lam, lin):
             H = _hessian(X, loss.curvature_at(X @ w, y), lam)
             w = w - linalg.solve(H, fun(w)[1], assume_a="pos")
             resid = float(np.linalg.norm(fun(w)[1]))
+            report_phase(problem, "Newton step")
             if resid <= 1e-10 * scale:
                 break
     return w, resid
@@ -435,6 +439,7 @@ def _svrg_certified(problem, lam, lin, tol, rng, max_epochs):
     X, y, loss, n = problem.X, problem.y, problem.loss, problem.n
 
     def grad(w, rows=None, m=None):
+        report_rows(problem, n if rows is None else rows.size)
         Xr, yr = (X, y) if rows is None else (X[rows], y[rows])
         return np.asarray(Xr.T @ loss.derivative(Xr @ w, yr)) / (Xr.shape[0] if m is None else m)
 

@@ -45,7 +45,8 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release
-from ._base import Problem, Solver, SolverPlan, SolverResult, get_solver, register, repeated_gaussian_plan
+from ._base import (Problem, Solver, SolverPlan, SolverResult, get_solver, register, repeated_gaussian_plan,
+                    report_rows)
 
 __all__ = [
     "SparseProblem",
@@ -115,6 +116,7 @@ class SparseProblem:
     def mean_gradient(self, coef):
         """Mean of the per-example gradients, each clipped to ``clip`` in the ``clip_order`` norm."""
         norms = self.row_norms() if self.clip is not None else None
+        report_rows(self, self.n)
         return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.clip)
 
     def default_learning_rate(self):

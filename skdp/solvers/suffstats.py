@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..privacy import GaussianEvent, calibrate_gaussian, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register, unit_interval_option
+from ._base import Solver, SolverPlan, SolverResult, register, report_phase, report_rows, unit_interval_option
 
 __all__ = ["AdaSSP"]
 
@@ -91,6 +91,8 @@ class AdaSSP(Solver):
             XtX = X.T @ X
             XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
             Xty = np.asarray(X.T @ y, dtype=float).ravel()
+        report_rows(problem, n)
+        report_phase(problem, "sufficient statistics X^T X, X^T y")
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         lam_min = float(np.linalg.eigvalsh(XtX)[0]) + float(gaussian_noise(rng, s_min, 1)[0])
         lam_low = max(lam_min - s_min * math.sqrt(2.0 * math.log(3.0 / rho)), 0.0)
