@@ -142,9 +142,6 @@ class BoundedDesign:
         B = self._take(rows)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
-    def _factors(self, rows):
-        return None if self._f is None else self._f[rows]
-
     def _blocks(self):
         n = self.shape[0]
         for lo in range(0, n, self._block):
@@ -154,13 +151,13 @@ class BoundedDesign:
         """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``, at least)."""
         d = self._X.shape[1]
         B = self._take(rows)
-        f = self._factors(rows)
+        f, c = self._row_terms(rows)
         if f is None:
             out[:, :d] = B
         else:
             np.multiply(B, f[:, None], out=out[:, :d])
-        if self._c is not None:
-            out[:, d] = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
+        if c is not None:
+            out[:, d] = c
         return out
 
     def __getitem__(self, rows):
@@ -174,30 +171,32 @@ class BoundedDesign:
         """The design as a dense ``float64`` array (tests, small data)."""
         return self[slice(None)]
 
-    def _margins(self, B, rows, w):
-        """``A[rows] @ w`` from the raw rows ``B = X[rows]``."""
-        d = self._X.shape[1]
+    def _row_terms(self, rows):
+        """The clipping factors and intercept values of ``rows`` (``None``, a float or an array each)."""
+        c = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
+        return (None if self._f is None else self._f[rows]), c
+
+    @staticmethod
+    def _margins(B, f, c, w):
+        """``A[rows] @ w`` from the raw rows ``B = X[rows]`` and their terms ``f, c`` (:meth:`_row_terms`)."""
+        d = B.shape[1]
         Z = B @ w[:d]
-        f = self._factors(rows)
         if f is not None:
             Z *= f if Z.ndim == 1 else f[:, None]
-        if self._c is not None:
-            if isinstance(self._c, np.ndarray):
-                col = self._c[rows]
-                Z += col * w[d] if Z.ndim == 1 else np.outer(col, w[d])
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                Z += c * w[d] if Z.ndim == 1 else np.outer(c, w[d])
             else:
-                Z += self._c * w[d]
+                Z += c * w[d]
         return Z
 
-    def _transpose_parts(self, B, rows, v):
-        """``A[rows]^T v`` from the raw rows ``B = X[rows]``: (the ``X`` part, the intercept part or None)."""
-        f = self._factors(rows)
+    @staticmethod
+    def _transpose_parts(B, f, c, v):
+        """``A[rows]^T v`` from the raw rows and their terms: (the ``X`` part, the intercept part or None)."""
         top = B.T @ (v if f is None else v * (f if v.ndim == 1 else f[:, None]))
-        if self._c is None:
+        if c is None:
             return top, None
-        if isinstance(self._c, np.ndarray):
-            return top, self._c[rows] @ v
-        return top, self._c * v.sum(axis=0)
+        return top, (c @ v if isinstance(c, np.ndarray) else c * v.sum(axis=0))
 
     def _stack(self, parts):
         top, col = parts
@@ -207,10 +206,10 @@ class BoundedDesign:
     def __matmul__(self, w):
         w = np.asarray(w, dtype=np.float64)
         if self._X.dtype == np.float64:
-            return self._margins(self._X, slice(None), w)
+            return self._margins(self._X, *self._row_terms(slice(None)), w)
         out = np.empty((self.shape[0],) + w.shape[1:])
         for rows in self._blocks():
-            out[rows] = self._margins(self._raw(rows), rows, w)
+            out[rows] = self._margins(self._raw(rows), *self._row_terms(rows), w)
         return out
 
     def _rmatmul(self, v):
@@ -219,10 +218,10 @@ class BoundedDesign:
             return self.gram()
         v = np.asarray(v, dtype=np.float64)
         if self._X.dtype == np.float64:
-            return self._stack(self._transpose_parts(self._X, slice(None), v))
+            return self._stack(self._transpose_parts(self._X, *self._row_terms(slice(None)), v))
         out = np.zeros((self.shape[1],) + v.shape[1:])
         for rows in self._blocks():
-            out += self._stack(self._transpose_parts(self._raw(rows), rows, v[rows]))
+            out += self._stack(self._transpose_parts(self._raw(rows), *self._row_terms(rows), v[rows]))
         return out
 
     def gradient_sum(self, w, derivative, rows=None):
@@ -236,13 +235,13 @@ class BoundedDesign:
         """
         w = np.asarray(w, dtype=np.float64)
         if rows is not None:
-            B = self._raw(rows)
-            return self._stack(self._transpose_parts(B, rows, derivative(self._margins(B, rows, w), rows)))
+            B, (f, c) = self._raw(rows), self._row_terms(rows)
+            return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0
         for block in self._blocks():
-            B = self._raw(block)
-            t, c = self._transpose_parts(B, block, derivative(self._margins(B, block, w), block))
+            B, (f, c) = self._raw(block), self._row_terms(block)
+            t, c = self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), block))
             top += t
             if c is not None:
                 col = col + c

@@ -244,6 +244,10 @@ _SHARED_PARAMS_DOC = """
         reproducible; the guarantee then assumes it is secret and used for one
         release (see ``noise_source_``).
     verbose : int, default=0
+        ``0``: silent. ``1``: once the solver has run for a second, progress
+        lines with the elapsed time (one per epoch, at most every half second,
+        and one per phase), then a summary line (noise scale, privacy spent).
+        ``2``: every epoch. Only public quantities are printed.
 """
 
 _SHARED_ATTRS_DOC = """
