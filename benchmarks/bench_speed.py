@@ -29,14 +29,19 @@ def solvers_for(loss):
     return [r["solver"] for r in list_solvers() if loss in r["losses"] and r["constraint"] != "l0"]
 
 
-def best_time(make, X, y, repeat=3):
+def timed_fits(make, X, y, repeat=3):
+    """``(best time in seconds, the last fitted estimator)`` over ``repeat`` fits of ``make()``."""
     times = []
     for _ in range(repeat):
         est = make()
         t = time.perf_counter()
         est.fit(X, y)
         times.append(time.perf_counter() - t)
-    return min(times)
+    return min(times), est
+
+
+def best_time(make, X, y, repeat=3):
+    return timed_fits(make, X, y, repeat)[0]
 
 
 def tasks():
@@ -71,8 +76,7 @@ def measure(task, repeat=3):
     makers = list(defaults.items()) + [(s, lambda s=s: make(s)) for s in solvers_for(loss)]
     rows = []
     for label, maker in makers:
-        t = best_time(maker, X, y, repeat)
-        fitted = maker().fit(X, y)
+        t, fitted = timed_fits(maker, X, y, repeat)
         rows.append((label, t, t / base, fitted.solver_, fitted.n_iter_))
     return base, rows
 

@@ -125,8 +125,12 @@ class LogisticLoss(_GLMLoss):
         return np.logaddexp(0.0, -y * Z)
 
     def derivative(self, Z, y):
-        # d/dz log(1 + e^{-yz}) = -y sigmoid(-y z)
-        return -y * special.expit(-y * Z)
+        # d/dz log(1 + e^{-yz}) = -y sigmoid(-y z), computed in one buffer (same values, fewer temporaries)
+        S = np.multiply(y, Z)
+        np.negative(S, out=S)
+        special.expit(S, out=S)
+        S *= y
+        return np.negative(S, out=S)
 
     def curvature_at(self, Z, y):
         s = special.expit(Z)
@@ -260,7 +264,13 @@ def clip_derivatives(S, norms, clip, vector=False):
         factor = np.minimum(1.0, clip / np.maximum(np.linalg.norm(S, axis=1) * norms, 1e-300))
         return S * factor[:, None]
     scale = norms if S.ndim == 1 else norms[:, None]
-    return S * np.minimum(1.0, clip / np.maximum(np.abs(S) * scale, 1e-300))
+    factor = np.abs(S)  # min(1, clip / max(|S| norm, 1e-300)), in one buffer
+    factor *= scale
+    np.maximum(factor, 1e-300, out=factor)
+    np.divide(clip, factor, out=factor)
+    np.minimum(factor, 1.0, out=factor)
+    factor *= S
+    return factor
 
 
 def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None):

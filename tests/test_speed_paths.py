@@ -118,3 +118,18 @@ def test_row_norms_computed_once_per_fit(monkeypatch):
     X = _rows(n=400)
     DPLogisticRegression(1.0, random_state=0, classes=[0, 1]).fit(X, (X[:, 0] > 0).astype(int))
     assert calls == [X.shape]
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])
+def test_float32_input_fits_as_the_float64_copy_of_its_values(solver):
+    """float32 rows stay float32 in memory, but every product is computed in float64."""
+    from skdp import DPLogisticRegression, DPRidge
+
+    X = _rows(n=500).astype(np.float32)
+    yc = (X[:, 0] > 0).astype(int)
+    kw = dict(solver=solver, random_state=0, data_norm=2.0)
+    for est, y in [(DPLogisticRegression(1.0, classes=[0, 1], **kw), yc),
+                   (DPRidge(1.0, label_bound=3.0, **kw), X[:, 1].astype(float))]:
+        a = est.fit(X, y).coef_.copy()
+        b = est.fit(X.astype(np.float64), y).coef_
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses import CAPABILITIES, LOSSES, ScreenedSquaredGradient, clipped_mean_gradient, get_loss
+from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
+                      get_loss)
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
@@ -200,6 +201,32 @@ class Problem:
         return clipped_mean_gradient(
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows
         )
+
+    def mean_gradient_pair(self, coef1, coef0, rows, n_total=None):
+        """``(mean_gradient(coef1, rows), mean_gradient(coef0, rows))`` from one gather of the rows.
+
+        For a scalar loss both points go through one product (each point's
+        per-example gradients clipped on their own, as in two calls).
+        """
+        if np.ndim(coef1) != 1:
+            return (self.mean_gradient(coef1, rows=rows, n_total=n_total),
+                    self.mean_gradient(coef0, rows=rows, n_total=n_total))
+        if self.progress is not None:
+            self.progress.rows_done(2 * _batch_size(rows))
+        loss, clip, y, norms = self.loss, self.clip, self.y, self.norms
+
+        def derivative(Z, r):  # column j: the derivatives at point j, clipped column by column
+            S = loss.derivative(Z, y[r][:, None])
+            return S if clip is None else clip_derivatives(S, norms[r], clip)
+
+        W = np.column_stack([coef1, coef0])
+        if hasattr(self.X, "gradient_sum"):
+            G = self.X.gradient_sum(W, derivative, rows=rows)
+        else:
+            Xb = self.X[rows]
+            G = np.asarray(Xb.T @ derivative(np.asarray(Xb @ W), rows))
+        G = G / (_batch_size(rows) if n_total is None else n_total)
+        return G[:, 0], G[:, 1]
 
     def objective(self, coef):
         Z = self.X @ coef

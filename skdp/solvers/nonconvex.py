@@ -383,10 +383,11 @@ class DPSRM(_PoissonSolver):
                           {"T": T, "z": z, "std0": z * G / b0, "std": std})
 
     @staticmethod
-    def _derivatives(problem, rows, w):
-        report_rows(problem, rows.size)
-        Xb = problem.X[rows]
-        return Xb, problem.loss.derivative(Xb @ w, problem.y[rows]), problem.norms[rows]
+    def _derivatives(problem, rows, *points):
+        """The gathered rows, the loss derivatives at each of ``points`` on them, and their norms (one gather)."""
+        report_rows(problem, rows.size * len(points))
+        Xb, y = problem.X[rows], problem.y[rows]
+        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), problem.norms[rows])
 
     def run(self, problem, plan, rng):
         n = problem.n
@@ -404,8 +405,7 @@ class DPSRM(_PoissonSolver):
             rows = poisson_sample(rng, n, b / n)
             contrib = np.zeros_like(theta)
             if rows.size:
-                Xb, S_new, norms = self._derivatives(problem, rows, new)
-                _, S_old, _ = self._derivatives(problem, rows, theta)
+                Xb, S_new, S_old, norms = self._derivatives(problem, rows, new, theta)
                 vector = np.ndim(S_new) == 2
                 a = clip_derivatives(S_new, norms, G, vector=vector)
                 dlt = clip_derivatives(S_new - S_old, norms, C2, vector=vector)
