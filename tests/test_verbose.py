@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import skdp.solvers._base as solver_base
+from skdp.solvers import get_solver
 from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression,
                   DPSparseLogisticRegression)
 
@@ -61,8 +62,11 @@ def test_verbose_prints_progress_lines_for_a_long_fit(cls, params, kind, thresho
     X, y = _data(kind)
     est = cls(1.0, random_state=0, verbose=1, **params).fit(X, y)
     lines = _progress_lines(capsys.readouterr().out, est.solver_)
-    assert any(" epoch " in line or line.startswith(f"[{est.solver_}] epoch") for line in lines), lines
-    assert lines[-1].startswith(f"[{est.solver_}] done (")
+    if get_solver(est.solver_).public_schedule:
+        assert any(line.startswith(f"[{est.solver_}] epoch ") for line in lines), lines
+        assert lines[-1].startswith(f"[{est.solver_}] done (")
+    else:  # solved to a tolerance: how many passes it took depends on the data and is not printed
+        assert [line.split(",")[0] for line in lines] == [f"[{est.solver_}] done"]
     elapsed = [float(line.rsplit("elapsed ", 1)[1].split(" s")[0]) for line in lines]
     assert elapsed == sorted(elapsed)
 

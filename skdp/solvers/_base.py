@@ -30,11 +30,14 @@ class Progress:
     with ``verbose=0``, nor before the run has lasted :data:`PROGRESS_AFTER`
     seconds, so short fits stay quiet; with ``verbose=1`` epoch lines come at
     most every :data:`PROGRESS_INTERVAL` seconds, with ``verbose >= 2`` every
-    epoch. Only public quantities are printed (epoch counts, phases, times).
+    epoch. Only public quantities are printed (phases and times, and epoch
+    counts of a public schedule): with ``counts=False`` (a solver whose number
+    of gradient evaluations depends on the data) only the end of the run is.
     """
 
-    def __init__(self, name, verbose, n):
+    def __init__(self, name, verbose, n, counts=True):
         self.name, self.verbose, self.n = name, int(verbose or 0), max(int(n), 1)
+        self.counts = bool(counts)
         self.start = self.last = time.perf_counter()
         self.rows, self.epochs = 0, 0
 
@@ -48,7 +51,7 @@ class Progress:
 
     def rows_done(self, m):
         """``m`` more per-example gradients were computed."""
-        if not self.verbose:
+        if not (self.verbose and self.counts):
             return
         self.rows += int(m)
         epochs = self.rows // self.n
@@ -57,13 +60,13 @@ class Progress:
             self._print(f"epoch {epochs}")
 
     def phase(self, text):
-        """A phase of the run ended (e.g. a solve, an SVRG epoch)."""
-        if self.verbose:
+        """A phase of the run ended (e.g. the sufficient statistics); not with ``counts=False``."""
+        if self.verbose and self.counts:
             self._print(text, force=True)
 
     def done(self):
         if self.verbose:
-            self._print(f"done ({self.rows / self.n:.1f} epochs)", force=True)
+            self._print(f"done ({self.rows / self.n:.1f} epochs)" if self.counts else "done", force=True)
 
 
 def _batch_size(rows):
@@ -349,6 +352,9 @@ class Solver:
     source = ""
     #: default hyperparameters, in words, for the solver table
     defaults = ""
+    #: whether its number of gradient evaluations is fixed by its public schedule (``verbose`` may print
+    #: epoch counts); ``False`` when it depends on the data (e.g. solving to a tolerance)
+    public_schedule = True
 
     def check_options(self, options):
         """Raise ``ValueError`` for ``solver_options`` keys this solver does not take."""
@@ -423,7 +429,7 @@ class Solver:
         scales from the plan.
         """
         plan = self.make_plan(public_view(problem), budget)
-        problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n)
+        problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n, self.public_schedule)
         result = self.run(problem, plan, rng)
         problem.progress.done()
         result.events = list(plan.events)

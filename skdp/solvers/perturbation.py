@@ -21,7 +21,7 @@ from ..privacy import (
 )
 from ..privacy.discrete import secure_gaussian_release
 from ..penalties import project_l2_ball
-from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_phase, report_rows
+from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_rows
 
 __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbationSVRG"]
 
@@ -175,6 +175,7 @@ class ObjectivePerturbation(Solver):
     """
 
     name = "obj_pert"
+    public_schedule = False  # solved to a tolerance: the number of passes depends on the data
     source = 'Bassily, Feldman, Talwar, Thakurta 2019, Alg. 2 (KST12 / CMS11)'
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'
     card = "Alg. 2 recalibrated for replace-one (gradient change 2 zeta, Jacobian term), exact minimiser on the ball for squared loss"
@@ -303,7 +304,6 @@ def _minimise_smooth(problem, lam, lin):
         options={"maxiter": 20000, "gtol": 1e-12 * scale, "ftol": 0.0, "maxcor": 30},
     )
     w = res.x
-    report_phase(problem, f"L-BFGS ({res.nit} iterations)")
     resid = float(np.linalg.norm(fun(w)[1]))
     if resid > 1e-10 * scale:
         # Newton polish: the objective is lam-strongly convex and smooth.
@@ -311,7 +311,6 @@ def _minimise_smooth(problem, lam, lin):
             H = _hessian(X, loss.curvature_at(X @ w, y), lam)
             w = w - linalg.solve(H, fun(w)[1], assume_a="pos")
             resid = float(np.linalg.norm(fun(w)[1]))
-            report_phase(problem, "Newton step")
             if resid <= 1e-10 * scale:
                 break
     return w, resid

@@ -298,6 +298,7 @@ class DPSLKT(_SparseSolver):
     """
 
     name = "dpsl_kt"
+    public_schedule = False  # the teacher is solved to a tolerance: its number of passes depends on the data
     source = 'Wang 2021 (dissertation), ch. 3, Alg. 2 (ridge teacher)'
     defaults = 'uniform synthetic features, ridge teacher, IGHT student'
     card = "Alg. 2 with a certified ridge teacher in place of the l0 teacher (which has no worst-case guarantee)"
@@ -521,6 +522,7 @@ class TwoStage(_SparseSolver):
     """
 
     name = "two_stage"
+    public_schedule = False  # the block fits stop at a tolerance: their work depends on the data
     source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
     defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'
     card = "KST12 support selection, then the replace-one objective perturbation of obj_pert"
