@@ -350,6 +350,8 @@ class ScreenedSquaredGradient:
         self.sq_norms = self.norms**2
         self._reference(np.zeros(X.shape[1]), -self.y)
         self.passes, self.XtX, self.Xty = 0, None, None
+        self._bound = np.empty_like(self.norms)  # work buffers of the screening (no allocation per step)
+        self._over = np.empty(self.norms.shape, dtype=bool)
 
     def _reference(self, w, r):
         self.w0 = np.array(w, dtype=float)
@@ -363,7 +365,9 @@ class ScreenedSquaredGradient:
         n = self.X.shape[0]
         denom = n if n_total is None else n_total
         delta = float(np.linalg.norm(w - self.w0))
-        candidates = np.flatnonzero(self.t0 + delta * self.sq_norms > self.clip)
+        np.multiply(self.sq_norms, delta, out=self._bound)
+        self._bound += self.t0  # a bound on |r_i| ||x_i|| at w, row by row
+        candidates = np.flatnonzero(np.greater(self._bound, self.clip, out=self._over))
         if candidates.size > self.refresh_fraction * n or (
                 self.XtX is None and self.passes < self.passes_before_statistics):
             return self._full_pass(w) / denom
