@@ -110,10 +110,36 @@ class BoundedDesign:
         self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
         self.dtype = np.dtype(np.float64)
         self.ndim = 2
+        self._buffers = {}  # reused row buffers of the mini-batch gathers (see :meth:`gather`)
 
     @property
     def T(self):
         return _TransposedBoundedDesign(self)
+
+    def _buffer(self, key, m, width, dtype=np.float64):
+        buf = self._buffers.get(key)
+        if buf is None or buf.shape[0] < m:
+            rows = max(m, 2 * (0 if buf is None else buf.shape[0]))
+            buf = self._buffers[key] = np.empty((rows, width), dtype=dtype)
+        return buf[:m]
+
+    def _take_raw(self, rows):
+        """``X[rows]`` as stored, for an index array into a reused buffer (valid until the next call)."""
+        out = self._buffer("raw", rows.size, self._X.shape[1], self._X.dtype)
+        return np.take(self._X, rows, axis=0, out=out)
+
+    def _is_index(self, rows):
+        return isinstance(rows, np.ndarray) and rows.dtype.kind in "iu" and rows.ndim == 1
+
+    def gather(self, rows):
+        """``A[rows]`` for an index array, in a buffer reused by the next call (a mini-batch step's rows).
+
+        The same values as ``A[rows]`` without allocating a new array each
+        step; the result is only valid until the next :meth:`gather` (copy it to keep it).
+        """
+        if not self._is_index(rows):
+            return self[rows]
+        return self._fill(self._buffer("augmented", rows.size, self.shape[1]), rows, self._take_raw(rows))
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -147,10 +173,10 @@ class BoundedDesign:
         for lo in range(0, n, self._block):
             yield slice(lo, min(lo + self._block, n))
 
-    def _fill(self, out, rows):
-        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``, at least)."""
+    def _fill(self, out, rows, B=None):
+        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``); ``B``: ``X[rows]`` if already taken."""
         d = self._X.shape[1]
-        B = self._take(rows)
+        B = self._take(rows) if B is None else B
         f, c = self._row_terms(rows)
         if f is None:
             out[:, :d] = B
@@ -235,7 +261,15 @@ class BoundedDesign:
         """
         w = np.asarray(w, dtype=np.float64)
         if rows is not None:
-            B, (f, c) = self._raw(rows), self._row_terms(rows)
+            if self._is_index(rows):  # X[rows] in a reused buffer: no allocation per mini-batch step
+                B = self._take_raw(rows)
+                if B.dtype != np.float64:  # float32 rows: products in float64
+                    B64 = self._buffer("raw64", rows.size, B.shape[1])
+                    B64[...] = B
+                    B = B64
+            else:
+                B = self._raw(rows)
+            f, c = self._row_terms(rows)
             return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0

@@ -14,7 +14,7 @@ from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase"]
+           "report_phase", "batch_rows"]
 
 #: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
 PROGRESS_AFTER = 1.0
@@ -72,6 +72,11 @@ class Progress:
 def _batch_size(rows):
     rows = np.asarray(rows)
     return int(np.count_nonzero(rows)) if rows.dtype == bool else rows.size
+
+
+def batch_rows(X, rows):
+    """``X[rows]`` for one step's use: a reused buffer on a lazy design (no allocation per step), else a copy."""
+    return X.gather(rows) if hasattr(X, "gather") else X[rows]
 
 
 def report_rows(problem, m):

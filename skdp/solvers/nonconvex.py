@@ -21,7 +21,7 @@ import numpy as np
 
 from ..losses import clip_derivatives
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register, report_rows
+from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_sample
 from .sgd import _noise_multiplier
 
@@ -386,7 +386,7 @@ class DPSRM(_PoissonSolver):
     def _derivatives(problem, rows, *points):
         """The gathered rows, the loss derivatives at each of ``points`` on them, and their norms (one gather)."""
         report_rows(problem, rows.size * len(points))
-        Xb, y = problem.X[rows], problem.y[rows]
+        Xb, y = batch_rows(problem.X, rows), problem.y[rows]
         return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), problem.norms[rows])
 
     def run(self, problem, plan, rng):
@@ -425,7 +425,7 @@ class DPSRM(_PoissonSolver):
         if rows.size == 0:
             return np.zeros_like(w)
         report_rows(problem, rows.size)
-        Xb = problem.X[rows]
+        Xb = batch_rows(problem.X, rows)
         S = problem.loss.derivative(Xb @ w, problem.y[rows])
         S = clip_derivatives(S, problem.norms[rows], G, vector=np.ndim(S) == 2)
         return np.asarray(Xb.T @ S)
