@@ -5,7 +5,9 @@ For each estimator: sklearn's default fit (``LogisticRegression()``,
 ``Ridge()``), the estimator at its defaults as a user would write it
 (``DPLogisticRegression(epsilon=1.0)``: ``data_norm``, ``classes`` and
 ``label_bound`` chosen privately), the defaults with public bounds, and every
-dense solver (public bounds). Each time is the best of 3 fits.
+dense solver (public bounds). Each time is the best of 3 fits, each ratio is to
+the best of 3 sklearn fits interleaved with them (the machine's load may change
+during the run).
 
 Usage: python benchmarks/bench_speed.py [--repeat R]
 """
@@ -70,14 +72,24 @@ def tasks():
 
 
 def measure(task, repeat=3):
-    """``(sklearn seconds, [(label, seconds, ratio, solver_, n_iter_), ...])`` for one task, same process."""
+    """``(sklearn seconds, [(label, seconds, ratio, solver_, n_iter_), ...])`` for one task, same process.
+
+    Each fit's ratio is to sklearn fits interleaved with it (sklearn, skdp,
+    sklearn, skdp, ...; best of ``repeat`` each), so that a change of the
+    machine's load during the run biases no row; the sklearn time reported is
+    the best of all its fits.
+    """
     title, sk, loss, make, X, y, defaults = task
-    base = best_time(sk, X, y, repeat)
     makers = list(defaults.items()) + [(s, lambda s=s: make(s)) for s in solvers_for(loss)]
-    rows = []
+    rows, base = [], float("inf")
     for label, maker in makers:
-        t, fitted = timed_fits(maker, X, y, repeat)
-        rows.append((label, t, t / base, fitted.solver_, fitted.n_iter_))
+        sk_times, times = [], []
+        for _ in range(repeat):
+            sk_times.append(best_time(sk, X, y, 1))
+            t, fitted = timed_fits(maker, X, y, 1)
+            times.append(t)
+        base = min(base, *sk_times)
+        rows.append((label, min(times), min(times) / min(sk_times), fitted.solver_, fitted.n_iter_))
     return base, rows
 
 

@@ -102,6 +102,8 @@ class BoundedDesign:
 
     #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
     _block = 4096
+    #: mini-batches up to this many rows are materialised (augmented) before the products: fewer calls
+    _small_batch = 512
 
     def __init__(self, X, factors=None, intercept=None):
         self._X = X
@@ -110,36 +112,18 @@ class BoundedDesign:
         self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
         self.dtype = np.dtype(np.float64)
         self.ndim = 2
-        self._buffers = {}  # reused row buffers of the mini-batch gathers (see :meth:`gather`)
 
     @property
     def T(self):
         return _TransposedBoundedDesign(self)
 
-    def _buffer(self, key, m, width, dtype=np.float64):
-        buf = self._buffers.get(key)
-        if buf is None or buf.shape[0] < m:
-            rows = max(m, 2 * (0 if buf is None else buf.shape[0]))
-            buf = self._buffers[key] = np.empty((rows, width), dtype=dtype)
-        return buf[:m]
-
-    def _take_raw(self, rows):
-        """``X[rows]`` as stored, for an index array into a reused buffer (valid until the next call)."""
-        out = self._buffer("raw", rows.size, self._X.shape[1], self._X.dtype)
-        return np.take(self._X, rows, axis=0, out=out)
-
-    def _is_index(self, rows):
-        return isinstance(rows, np.ndarray) and rows.dtype.kind in "iu" and rows.ndim == 1
-
     def gather(self, rows):
-        """``A[rows]`` for an index array, in a buffer reused by the next call (a mini-batch step's rows).
+        """``A[rows]`` as a design over the gathered raw rows ``X[rows]`` (a mini-batch step's rows).
 
-        The same values as ``A[rows]`` without allocating a new array each
-        step; the result is only valid until the next :meth:`gather` (copy it to keep it).
+        Only ``X[rows]`` is copied (no augmented array is built): products with
+        it are those of ``A[rows]``, as for the whole design.
         """
-        if not self._is_index(rows):
-            return self[rows]
-        return self._fill(self._buffer("augmented", rows.size, self.shape[1]), rows, self._take_raw(rows))
+        return BoundedDesign(self._X[rows], *self._row_terms(rows))
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -157,15 +141,9 @@ class BoundedDesign:
         return BoundedDesign(self._X, f, c)
 
     # -- pieces -----------------------------------------------------------------------------
-    def _take(self, rows):
-        """``X[rows]`` as stored (a view for a slice)."""
-        if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
-            return np.take(self._X, rows, axis=0)
-        return self._X[rows]
-
     def _raw(self, rows):
-        """``X[rows]`` in ``float64``."""
-        B = self._take(rows)
+        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows)."""
+        B = self._X[rows]
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):
@@ -173,10 +151,10 @@ class BoundedDesign:
         for lo in range(0, n, self._block):
             yield slice(lo, min(lo + self._block, n))
 
-    def _fill(self, out, rows, B=None):
-        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``); ``B``: ``X[rows]`` if already taken."""
+    def _fill(self, out, rows):
+        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``)."""
         d = self._X.shape[1]
-        B = self._take(rows) if B is None else B
+        B = self._X[rows]
         f, c = self._row_terms(rows)
         if f is None:
             out[:, :d] = B
@@ -222,7 +200,10 @@ class BoundedDesign:
         top = B.T @ (v if f is None else v * (f if v.ndim == 1 else f[:, None]))
         if c is None:
             return top, None
-        return top, (c @ v if isinstance(c, np.ndarray) else c * v.sum(axis=0))
+        if isinstance(c, np.ndarray):
+            return top, c @ v
+        # column sums by a product: numpy's axis-0 sum of a narrow (m, k) array is many times slower
+        return top, c * (v.sum() if v.ndim == 1 else np.ones(v.shape[0]) @ v)
 
     def _stack(self, parts):
         top, col = parts
@@ -260,16 +241,11 @@ class BoundedDesign:
         mini-batch) only those rows are gathered, once.
         """
         w = np.asarray(w, dtype=np.float64)
+        if rows is not None and np.size(rows) <= self._small_batch:  # fewer numpy calls on the augmented rows
+            B = self[rows]
+            return B.T @ derivative(B @ w, rows)
         if rows is not None:
-            if self._is_index(rows):  # X[rows] in a reused buffer: no allocation per mini-batch step
-                B = self._take_raw(rows)
-                if B.dtype != np.float64:  # float32 rows: products in float64
-                    B64 = self._buffer("raw64", rows.size, B.shape[1])
-                    B64[...] = B
-                    B = B64
-            else:
-                B = self._raw(rows)
-            f, c = self._row_terms(rows)
+            B, (f, c) = self._raw(rows), self._row_terms(rows)
             return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0

@@ -75,7 +75,7 @@ def _batch_size(rows):
 
 
 def batch_rows(X, rows):
-    """``X[rows]`` for one step's use: a reused buffer on a lazy design (no allocation per step), else a copy."""
+    """``X[rows]`` for one step's products: on a lazy design, a design over the gathered raw rows (no augmented copy)."""
     return X.gather(rows) if hasattr(X, "gather") else X[rows]
 
 
