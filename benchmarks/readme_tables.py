@@ -16,8 +16,9 @@ benchmarks measure. ``NAME`` is one of:
 * ``defaults``: every estimator at its defaults (only ``epsilon``) against its
   sklearn counterpart, 20 seeds (``bench_defaults.py``; a few minutes);
 * ``speed``: fit time over sklearn's on n = 200,000, d = 50 (``bench_speed.py``'s
-  design, best of 3; a few minutes). Timings depend on the machine: run it on
-  the machine whose numbers the README should show.
+  design and fits: the defaults, the defaults with public bounds and every dense
+  solver, best of 3; a few minutes). Timings depend on the machine and its load:
+  run it on the machine whose numbers the README should show.
 
 Usage: python benchmarks/readme_tables.py [NAME ...] [--check]
 (no NAME: all of them; ``--check`` prints the differences and exits 1 instead of writing).
@@ -37,7 +38,6 @@ sys.path.insert(0, str(HERE))
 
 UTILITY_SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
 UTILITY_EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-SPEED_SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
 
 
 def solvers():
@@ -71,16 +71,25 @@ def utility(seeds=20):
 
 
 def speed():
+    """One column per estimator, one row per fit (defaults, defaults with public bounds, every dense solver)."""
     import bench_speed
 
-    lines = ["| fit time / sklearn's (n = 200,000, d = 50) | sklearn | "
-             + " | ".join(f"`{s}`" for s in SPEED_SOLVERS) + " |",
-             "|---" * (len(SPEED_SOLVERS) + 2) + "|"]
-    for title, sk, _, make, X, y in bench_speed.tasks():
-        base = bench_speed.best_time(sk, X, y)
-        ratios = [bench_speed.best_time(lambda s=s: make(s), X, y) / base for s in SPEED_SOLVERS]
-        lines.append(f"| {title.split(' vs ')[0]} | {base * 1e3:.0f} ms | "
-                     + " | ".join(f"{r:.1f}x" for r in ratios) + " |")
+    names, bases, ratios, labels = [], [], {}, []
+    for task in bench_speed.tasks():
+        base, rows = bench_speed.measure(task)
+        names.append(task[0].split(" vs ")[0])
+        bases.append(base)
+        for label, _, ratio, solver, _ in rows:
+            key = f"{label} (`{solver}`)" if label in (bench_speed.DEFAULTS, bench_speed.DEFAULTS_PUBLIC) else f"`{label}`"
+            if key not in labels:
+                labels.append(key)
+            ratios[key, len(names) - 1] = ratio
+    lines = ["| fit time / sklearn's (n = 200,000, d = 50) | " + " | ".join(names) + " |",
+             "|---" * (len(names) + 1) + "|",
+             "| sklearn (`LogisticRegression()`, `Ridge()`) | " + " | ".join(f"{b * 1e3:.0f} ms" for b in bases) + " |"]
+    for key in labels:
+        cells = [f"{ratios[key, j]:.1f}x" if (key, j) in ratios else "-" for j in range(len(names))]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

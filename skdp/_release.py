@@ -348,6 +348,8 @@ def zero_inactive_rows(bounded, active):
 def zero_rows(X, active):
     """A copy of ``X`` (dense or CSR) whose rows outside the boolean mask ``active`` are zero."""
     keep = np.asarray(active, dtype=bool)
+    if hasattr(X, "with_rows_zeroed"):  # a lazy design (skdp.bounds.BoundedDesign): no copy of X
+        return X.with_rows_zeroed(keep)
     if sparse.issparse(X):
         X = (sparse.diags(keep.astype(X.dtype)) @ X).tocsr()
         X.eliminate_zeros()

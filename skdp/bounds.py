@@ -35,6 +35,7 @@ __all__ = [
     "private_label_range",
     "private_clip_norm",
     "BoundedData",
+    "BoundedDesign",
     "bound_features",
     "bound_labels",
     "public_label_range",
@@ -50,10 +51,10 @@ __all__ = [
 
 
 def row_norms(X):
-    """L2 norm of every row of a dense array or sparse matrix."""
+    """L2 norm of every row of a dense array or sparse matrix, in ``float64`` (also for ``float32`` input)."""
     if sp.issparse(X):
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
 def _scale_rows(X, factors):
@@ -83,7 +84,210 @@ class BoundedData:
     intercept_scaling: float = 0.0  # value c0 of the appended column
 
 
-def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5):
+class BoundedDesign:
+    """The clipped, augmented design ``[f_i x_i, c_i]`` of a dense ``X``, as a read-only operator.
+
+    What :func:`bound_features` returns with ``lazy=True`` for dense input:
+    the same matrix as its array (row ``i`` of ``X`` scaled by the clipping
+    factor ``f_i``, then the intercept column ``c_i``), without copying ``X``.
+    Products fold the factors into the vectors (``A w = f * (X w_x) + c w_c``,
+    ``A^T v = [X^T (f v), c . v]``), so they agree with the array's up to
+    floating-point summation order, and the bounds (and every sensitivity built
+    on them) are unchanged. ``float32`` input stays ``float32`` in memory; every
+    product is computed in ``float64`` (by blocks of rows), as on the array.
+
+    Supports what the solvers use: ``shape``, ``dtype``, ``ndim``, ``A[rows]``
+    (a dense ``float64`` copy of those rows), ``A @ w``, ``A.T @ v``, ``A.T @ A``
+    (:meth:`gram`), :meth:`gradient_sum` (one fused pass for a GLM gradient),
+    :meth:`toarray`.
+    """
+
+    #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
+    _block = 4096
+    #: mini-batches up to this many rows are materialised (augmented) before the products: fewer calls
+    _small_batch = 512
+
+    def __init__(self, X, factors=None, intercept=None):
+        self._X = X
+        self._f = None if factors is None else np.asarray(factors, dtype=np.float64)
+        self._c = intercept  # None (no column), a float (constant column) or an (n,) array
+        self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
+        self.dtype = np.dtype(np.float64)
+        self.ndim = 2
+
+    @property
+    def T(self):
+        return _TransposedBoundedDesign(self)
+
+    def gather(self, rows):
+        """``A[rows]`` as a design over the gathered raw rows ``X[rows]`` (a mini-batch step's rows).
+
+        Only ``X[rows]`` is copied (no augmented array is built): products with
+        it are those of ``A[rows]``, as for the whole design.
+        """
+        return BoundedDesign(self._X[rows], *self._row_terms(rows))
+
+    def astype(self, dtype, copy=True):
+        """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
+        if np.dtype(dtype) != np.float64 or copy:
+            return self.toarray().astype(dtype, copy=False)
+        return self
+
+    def with_rows_zeroed(self, keep):
+        """The design whose rows outside the boolean mask ``keep`` are zero (intercept column included)."""
+        keep = np.asarray(keep, dtype=bool)
+        f = keep.astype(np.float64) if self._f is None else np.where(keep, self._f, 0.0)
+        c = self._c
+        if c is not None:
+            c = np.where(keep, c, 0.0)
+        return BoundedDesign(self._X, f, c)
+
+    # -- pieces -----------------------------------------------------------------------------
+    def _raw(self, rows):
+        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows)."""
+        B = self._X[rows]
+        return B if B.dtype == np.float64 else B.astype(np.float64)
+
+    def _blocks(self):
+        n = self.shape[0]
+        for lo in range(0, n, self._block):
+            yield slice(lo, min(lo + self._block, n))
+
+    def _fill(self, out, rows):
+        """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``)."""
+        d = self._X.shape[1]
+        B = self._X[rows]
+        f, c = self._row_terms(rows)
+        if f is None:
+            out[:, :d] = B
+        else:
+            np.multiply(B, f[:, None], out=out[:, :d])
+        if c is not None:
+            out[:, d] = c
+        return out
+
+    def __getitem__(self, rows):
+        if np.ndim(rows) == 0 and not isinstance(rows, slice):  # one row
+            return self[np.atleast_1d(rows)][0]
+        m = len(range(*rows.indices(self.shape[0]))) if isinstance(rows, slice) else (
+            int(np.count_nonzero(rows)) if np.asarray(rows).dtype == bool else len(rows))
+        return self._fill(np.empty((m, self.shape[1])), rows)
+
+    def toarray(self):
+        """The design as a dense ``float64`` array (tests, small data)."""
+        return self[slice(None)]
+
+    def _row_terms(self, rows):
+        """The clipping factors and intercept values of ``rows`` (``None``, a float or an array each)."""
+        c = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
+        return (None if self._f is None else self._f[rows]), c
+
+    @staticmethod
+    def _margins(B, f, c, w):
+        """``A[rows] @ w`` from the raw rows ``B = X[rows]`` and their terms ``f, c`` (:meth:`_row_terms`)."""
+        d = B.shape[1]
+        Z = B @ w[:d]
+        if f is not None:
+            Z *= f if Z.ndim == 1 else f[:, None]
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                Z += c * w[d] if Z.ndim == 1 else np.outer(c, w[d])
+            else:
+                Z += c * w[d]
+        return Z
+
+    @staticmethod
+    def _transpose_parts(B, f, c, v):
+        """``A[rows]^T v`` from the raw rows and their terms: (the ``X`` part, the intercept part or None)."""
+        top = B.T @ (v if f is None else v * (f if v.ndim == 1 else f[:, None]))
+        if c is None:
+            return top, None
+        if isinstance(c, np.ndarray):
+            return top, c @ v
+        # column sums by a product: numpy's axis-0 sum of a narrow (m, k) array is many times slower
+        return top, c * (v.sum() if v.ndim == 1 else np.ones(v.shape[0]) @ v)
+
+    def _stack(self, parts):
+        top, col = parts
+        return top if col is None else np.concatenate([top, np.reshape(col, (1,) + top.shape[1:])])
+
+    # -- products -----------------------------------------------------------------------------
+    def __matmul__(self, w):
+        w = np.asarray(w, dtype=np.float64)
+        if self._X.dtype == np.float64:
+            return self._margins(self._X, *self._row_terms(slice(None)), w)
+        out = np.empty((self.shape[0],) + w.shape[1:])
+        for rows in self._blocks():
+            out[rows] = self._margins(self._raw(rows), *self._row_terms(rows), w)
+        return out
+
+    def _rmatmul(self, v):
+        """``A^T v``."""
+        if v is self:
+            return self.gram()
+        v = np.asarray(v, dtype=np.float64)
+        if self._X.dtype == np.float64:
+            return self._stack(self._transpose_parts(self._X, *self._row_terms(slice(None)), v))
+        out = np.zeros((self.shape[1],) + v.shape[1:])
+        for rows in self._blocks():
+            out += self._stack(self._transpose_parts(self._raw(rows), *self._row_terms(rows), v[rows]))
+        return out
+
+    def gradient_sum(self, w, derivative, rows=None):
+        """``sum_i S_i a_i^T`` with ``S = derivative(A @ w, rows)``, in one pass over ``X``.
+
+        ``derivative(Z, r)`` gets the linear predictors of the rows ``r`` (a
+        block's slice, or the index array ``rows``) and returns their
+        per-example loss derivatives (clipped as the caller wants). Each block
+        is read once from memory for both products; with ``rows`` (a
+        mini-batch) only those rows are gathered, once.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        if rows is not None and np.size(rows) <= self._small_batch:  # fewer numpy calls on the augmented rows
+            B = self[rows]
+            return B.T @ derivative(B @ w, rows)
+        if rows is not None:
+            B, (f, c) = self._raw(rows), self._row_terms(rows)
+            return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
+        d = self._X.shape[1]
+        top, col = np.zeros((d,) + w.shape[1:]), 0.0
+        for block in self._blocks():
+            B, (f, c) = self._raw(block), self._row_terms(block)
+            t, c = self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), block))
+            top += t
+            if c is not None:
+                col = col + c
+        return self._stack((top, None if self._c is None else col))
+
+    def gram(self, weights=None, extra=None):
+        """``A^T diag(weights) A`` as a dense ``(p, p)`` array, by blocks of rows (no copy of ``X``).
+
+        ``extra`` (``(n,)`` or ``(n, e)``): columns appended to ``A`` first, so one
+        pass gives ``[A, extra]^T [A, extra]`` (e.g. ``X^T y`` with ``X^T X``).
+        """
+        e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
+        p = self.shape[1]
+        out = np.zeros((p + e, p + e))
+        buf = np.empty((min(self._block, self.shape[0]), p + e))
+        for rows in self._blocks():
+            B = self._fill(buf[: rows.stop - rows.start], rows)
+            if e:
+                B[:, p:] = extra[rows] if e > 1 or np.ndim(extra) == 2 else extra[rows][:, None]
+            out += B.T @ (B if weights is None else B * weights[rows][:, None])
+        return out
+
+
+class _TransposedBoundedDesign:
+    def __init__(self, design):
+        self._design = design
+        self.shape = design.shape[::-1]
+
+    def __matmul__(self, v):
+        return self._design._rmatmul(v)
+
+
+def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5, *, norms=None,
+                   lazy=False):
     """Clip rows to the public norm bound and append the intercept column.
 
     Parameters
@@ -101,6 +305,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
         Fraction of ``K`` given to the intercept column when
         ``intercept_scaling`` is ``None`` (raw rows are clipped to
         ``K sqrt(1 - fraction^2)``).
+    norms : ndarray of shape (n_samples,), optional
+        The row norms of ``X`` (:func:`row_norms`) when the caller has them already.
+    lazy : bool, default=False
+        Dense ``X`` only: return the clipped, augmented design as a
+        :class:`BoundedDesign` over ``X`` (no copy) instead of an array.
 
     Returns
     -------
@@ -108,7 +317,7 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     """
     half = intercept_scaling is None
     c0 = (0.0 if half else float(intercept_scaling)) if fit_intercept else 0.0
-    norms = row_norms(X)
+    norms = row_norms(X) if norms is None else norms
     derived = data_norm is None
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0
@@ -136,6 +345,16 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     k_x = math.sqrt(K * K - c0 * c0)
     over = norms > k_x
     n_clipped = int(np.count_nonzero(over))
+    if lazy and not sp.issparse(X):
+        factors = None
+        if n_clipped:
+            factors = np.ones_like(norms)
+            factors[over] = k_x / norms[over]
+            norms = np.where(over, k_x, norms)
+        if fit_intercept:
+            norms = np.sqrt(norms**2 + c0**2)
+        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None), K, n_clipped, derived,
+                           norms, c0)
     if n_clipped:
         factors = np.ones_like(norms)
         factors[over] = k_x / norms[over]
@@ -229,7 +448,7 @@ def clip_features(X, bound, intercept=None):
     n_rows = _rows_out_of_range(X, bound)
     d = X.shape[1]
     out = np.empty((X.shape[0], d + (intercept is not None)), dtype=np.float64)
-    np.clip(X, -bound, bound, out=out[:, :d])
+    np.clip(X, -bound, bound, out=out[:, :d], dtype=np.float64)  # compared in float64 (float32 input)
     if intercept is not None:
         out[:, d] = float(intercept)
     return out, n_rows
@@ -388,16 +607,17 @@ def target_label_bounds(label_bound, n_targets):
 # Bounds chosen privately (``"auto"``): each is one or two exponential-mechanism selections on a
 # public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
 # ---------------------------------------------------------------------------------------------
-def private_row_bound(X, epsilon, rng, *, quantile=0.5, factor=0.7, fit_intercept=True, intercept_scaling=None,
-                      intercept_fraction=0.5):
+def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, fit_intercept=True,
+                      intercept_scaling=None, intercept_fraction=0.5):
     """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
 
     The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
     their norms (:func:`skdp.privacy.private_quantile` at ``epsilon``); the
     intercept column, when there is one, is added to that in the norm
     (``intercept_scaling``, or the share ``intercept_fraction`` of ``K``).
+    ``norms``: the row norms of ``X`` when the caller has them already.
     """
-    value, event = private_quantile(row_norms(X), quantile, epsilon, rng)
+    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng)
     k_x = factor * value
     if not fit_intercept:
         return k_x, event

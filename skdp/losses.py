@@ -23,7 +23,8 @@ import numpy as np
 from scipy import special
 
 __all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
-           "clipped_mean_gradient", "weigh", "LOSSES", "CAPABILITIES", "register_loss", "get_loss"]
+           "clipped_mean_gradient", "ScreenedSquaredGradient", "weigh", "LOSSES", "CAPABILITIES", "register_loss",
+           "get_loss"]
 
 #: What a solver's proof may need from a loss, and what each means. A loss has a
 #: capability when the attribute of that name is true (see :class:`_GLMLoss`);
@@ -125,8 +126,12 @@ class LogisticLoss(_GLMLoss):
         return np.logaddexp(0.0, -y * Z)
 
     def derivative(self, Z, y):
-        # d/dz log(1 + e^{-yz}) = -y sigmoid(-y z)
-        return -y * special.expit(-y * Z)
+        # d/dz log(1 + e^{-yz}) = -y sigmoid(-y z), computed in one buffer (same values, fewer temporaries)
+        S = np.multiply(y, Z)
+        np.negative(S, out=S)
+        special.expit(S, out=S)
+        S *= y
+        return np.negative(S, out=S)
 
     def curvature_at(self, Z, y):
         s = special.expit(Z)
@@ -260,7 +265,13 @@ def clip_derivatives(S, norms, clip, vector=False):
         factor = np.minimum(1.0, clip / np.maximum(np.linalg.norm(S, axis=1) * norms, 1e-300))
         return S * factor[:, None]
     scale = norms if S.ndim == 1 else norms[:, None]
-    return S * np.minimum(1.0, clip / np.maximum(np.abs(S) * scale, 1e-300))
+    factor = np.abs(S)  # min(1, clip / max(|S| norm, 1e-300)), in one buffer
+    factor *= scale
+    np.maximum(factor, 1e-300, out=factor)
+    np.divide(clip, factor, out=factor)
+    np.minimum(factor, 1.0, out=factor)
+    factor *= S
+    return factor
 
 
 def weigh(S, sample_weight):
@@ -304,6 +315,18 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     -------
     grad : same shape as ``coef``
     """
+    if hasattr(X, "gradient_sum"):  # a lazy design: one fused pass, or one gather of the batch
+        def derivative(Z, block):
+            S = loss.derivative(Z, y[block])
+            S = S if clip is None else clip_derivatives(S, norms[block], clip, vector=S.ndim == 2)
+            return weigh(S, None if sample_weight is None else sample_weight[block])
+
+        if rows is None:
+            m = X.shape[0]
+        else:
+            rows = np.asarray(rows)
+            m = int(np.count_nonzero(rows)) if rows.dtype == bool else rows.size
+        return X.gradient_sum(coef, derivative, rows=rows) / (m if n_total is None else n_total)
     if rows is not None:
         X = X[rows]
         y = y[rows]
@@ -316,3 +339,82 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     S = weigh(S, sample_weight)
     denom = X.shape[0] if n_total is None else n_total
     return np.asarray(X.T @ S) / denom
+
+
+class ScreenedSquaredGradient:
+    """Repeated full-batch clipped mean gradients of the squared loss, mostly without a pass over the rows.
+
+    The same values as :func:`clipped_mean_gradient` (up to floating-point
+    summation order) for the squared loss on a lazy design (it needs
+    ``X.gram`` and ``X.gradient_sum``, see :class:`skdp.bounds.BoundedDesign`):
+    with ``r_i = <w, x_i> - y_i`` the per-example derivative, the clipped sum is
+    ``X^T X w - X^T y + sum_{i clipped} (clip(r_i) - r_i) x_i``. The sufficient
+    statistics ``X^T X``, ``X^T y`` take one pass; a row can only be clipped if
+    ``(|r0_i| + ||x_i|| ||w - w0||) ||x_i|| > clip``, with ``r0`` the exact
+    derivatives at a reference point ``w0`` (``-y`` at ``w = 0``), so only those
+    candidate rows are gathered and their exact ``r_i`` computed. When the
+    candidates are more than ``refresh_fraction`` of the rows, one fused pass
+    computes the gradient and makes ``w`` the new reference.
+    Which rows are clipped is decided exactly, row by row, as in the direct
+    computation, so the result (and every bound) is the same; only the work differs.
+    """
+
+    #: candidates above this share of the rows: a full fused pass (and a new reference point)
+    refresh_fraction = 0.05
+    #: full passes made before the sufficient statistics are worth their one pass
+    passes_before_statistics = 2
+
+    def __init__(self, X, y, norms, clip):
+        self.X, self.y, self.clip = X, np.asarray(y, dtype=float), float(clip)
+        self.norms = np.asarray(norms, dtype=float)
+        self.sq_norms = self.norms**2
+        self._reference(np.zeros(X.shape[1]), -self.y)
+        self.passes, self.XtX, self.Xty = 0, None, None
+        self._bound = np.empty_like(self.norms)  # work buffers of the screening (no allocation per step)
+        self._over = np.empty(self.norms.shape, dtype=bool)
+
+    def _reference(self, w, r):
+        self.w0 = np.array(w, dtype=float)
+        self.t0 = np.abs(r) * self.norms
+
+    def _clip(self, S, rows):
+        return clip_derivatives(S, self.norms[rows], self.clip)
+
+    def __call__(self, w, n_total=None):
+        """Sum of the clipped per-example gradients at ``w`` divided by ``n_total`` (default ``n``)."""
+        n = self.X.shape[0]
+        denom = n if n_total is None else n_total
+        delta = float(np.linalg.norm(w - self.w0))
+        np.multiply(self.sq_norms, delta, out=self._bound)
+        self._bound += self.t0  # a bound on |r_i| ||x_i|| at w, row by row
+        candidates = np.flatnonzero(np.greater(self._bound, self.clip, out=self._over))
+        if candidates.size > self.refresh_fraction * n or (
+                self.XtX is None and self.passes < self.passes_before_statistics):
+            return self._full_pass(w) / denom
+        if self.XtX is None:
+            G = self.X.gram(extra=self.y)
+            p = self.X.shape[1]
+            self.XtX, self.Xty = G[:p, :p], G[:p, p]
+        grad = self.XtX @ w - self.Xty
+        if candidates.size:
+            y = self.y
+
+            def correction(Z, rows):
+                S = Z - y[rows]
+                return self._clip(S, rows) - S
+
+            grad = grad + self.X.gradient_sum(w, correction, rows=candidates)
+        return grad / denom
+
+    def _full_pass(self, w):
+        self.passes += 1
+        r = np.empty_like(self.y)
+        y = self.y
+
+        def derivative(Z, rows):
+            r[rows] = S = Z - y[rows]
+            return self._clip(S, rows)
+
+        out = self.X.gradient_sum(w, derivative)
+        self._reference(w, r)
+        return out

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._random import fit_randomness
 from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
                         zero_inactive_rows)
-from ..bounds import bound_features, clip_features, private_row_bound, raw_row_bound
+from ..bounds import bound_features, clip_features, private_row_bound, raw_row_bound, row_norms
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
@@ -358,9 +358,10 @@ class DPLinearModel(BaseEstimator):
         pre_events = list(pre_events)
         data_norm = self.data_norm
         fraction = self._intercept_fraction_for(X.shape[1])
+        norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
         if data_norm == "auto":
             data_norm, bound_event = private_row_bound(
-                X, self._selection_epsilon(X.shape[0]), rng, quantile=self._auto_norm_quantile,
+                X, self._selection_epsilon(X.shape[0]), rng, norms=norms, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
                 intercept_fraction=fraction)
@@ -371,7 +372,9 @@ class DPLinearModel(BaseEstimator):
                 raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), X.shape[1])
             if radius is not None:
                 X = clip_features(X, radius)[0]  # winsorise every feature
-        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction)
+                norms = row_norms(X)
+        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction, norms=norms,
+                                 lazy=True)
         if active is not None:
             bounded = zero_inactive_rows(bounded, active)
         problem = self._problem(

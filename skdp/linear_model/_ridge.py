@@ -151,6 +151,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     verbose : int, default=0
+        ``0``: silent. ``1``: once the solver has run for a second, progress
+        lines with the elapsed time (one per epoch, at most every half second,
+        and one per phase), then a summary line (noise scale, privacy spent).
+        ``2``: every epoch. Only public quantities are printed.
     max_sample_weight : float, default=1.0
         Public bound on the ``sample_weight`` of a row (> 0): larger weights
         are clipped to it, with a ``UserWarning``. Every sensitivity, and so

@@ -2,16 +2,95 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
+import time
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..losses import CAPABILITIES, LOSSES, clipped_mean_gradient, get_loss, weigh
+from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
+                      get_loss, weigh)
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
-           "public_view", "repeated_gaussian_plan", "unit_interval_option"]
+           "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
+           "report_phase", "batch_rows"]
+
+#: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
+PROGRESS_AFTER = 1.0
+#: ``verbose == 1``: at most one epoch line per this many seconds (``verbose >= 2``: every epoch)
+PROGRESS_INTERVAL = 0.5
+
+
+class Progress:
+    """Progress lines of one solver run (``verbose``): one per epoch or phase, with the elapsed time.
+
+    An epoch is ``n`` rows' worth of per-example gradients (one full-batch
+    gradient, or mini-batches adding up to ``n`` rows). Nothing is printed
+    with ``verbose=0``, nor before the run has lasted :data:`PROGRESS_AFTER`
+    seconds, so short fits stay quiet; with ``verbose=1`` epoch lines come at
+    most every :data:`PROGRESS_INTERVAL` seconds, with ``verbose >= 2`` every
+    epoch. Only public quantities are printed (phases and times, and epoch
+    counts of a public schedule): with ``counts=False`` (a solver whose number
+    of gradient evaluations depends on the data) only the end of the run is.
+    """
+
+    def __init__(self, name, verbose, n, counts=True):
+        self.name, self.verbose, self.n = name, int(verbose or 0), max(int(n), 1)
+        self.counts = bool(counts)
+        self.start = self.last = time.perf_counter()
+        self.rows, self.epochs = 0, 0
+
+    def _print(self, text, force=False):
+        now = time.perf_counter()
+        elapsed = now - self.start
+        if elapsed < PROGRESS_AFTER or not (force or self.verbose >= 2 or now - self.last >= PROGRESS_INTERVAL):
+            return
+        self.last = now
+        print(f"[{self.name}] {text}, elapsed {elapsed:.2f} s", flush=True)
+
+    def rows_done(self, m):
+        """``m`` more per-example gradients were computed."""
+        if not (self.verbose and self.counts):
+            return
+        self.rows += int(m)
+        epochs = self.rows // self.n
+        if epochs > self.epochs:
+            self.epochs = epochs
+            self._print(f"epoch {epochs}")
+
+    def phase(self, text):
+        """A phase of the run ended (e.g. the sufficient statistics); not with ``counts=False``."""
+        if self.verbose and self.counts:
+            self._print(text, force=True)
+
+    def done(self):
+        if self.verbose:
+            self._print(f"done ({self.rows / self.n:.1f} epochs)" if self.counts else "done", force=True)
+
+
+def _batch_size(rows):
+    rows = np.asarray(rows)
+    return int(np.count_nonzero(rows)) if rows.dtype == bool else rows.size
+
+
+def batch_rows(X, rows):
+    """``X[rows]`` for one step's products: on a lazy design, a design over the gathered raw rows (no augmented copy)."""
+    return X.gather(rows) if hasattr(X, "gather") else X[rows]
+
+
+def report_rows(problem, m):
+    """Count ``m`` per-example gradients towards ``problem``'s progress (a no-op without ``verbose``)."""
+    progress = getattr(problem, "progress", None)
+    if progress is not None:
+        progress.rows_done(m)
+
+
+def report_phase(problem, text):
+    """Report the end of a phase of ``problem``'s run (a no-op without ``verbose``)."""
+    progress = getattr(problem, "progress", None)
+    if progress is not None:
+        progress.phase(text)
 
 
 @dataclass
@@ -151,11 +230,56 @@ class Problem:
         """Per-example derivatives ``S`` (of ``rows``) times their weights, after clipping (:func:`~skdp.losses.weigh`)."""
         return weigh(S, self.weights(rows))
 
+    #: the run's :class:`Progress` (set by :meth:`Solver.solve`)
+    progress: object = field(default=None, repr=False, compare=False)
+    #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
+    _screened: object = field(default=None, init=False, repr=False, compare=False)
+
     def mean_gradient(self, coef, rows=None, n_total=None):
+        """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
+
+        Full-batch gradients of the squared loss on a lazy design go through
+        :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
+        without a pass over the rows).
+        """
+        if self.progress is not None:
+            self.progress.rows_done(self.n if rows is None else _batch_size(rows))
+        if (rows is None and self.loss.quadratic and self.clip is not None and np.ndim(coef) == 1
+                and self.sample_weight is None and hasattr(self.X, "gram")):
+            if self._screened is None:
+                self._screened = ScreenedSquaredGradient(self.X, self.y, self.norms, self.clip)
+            return self._screened(coef, n_total)
         return clipped_mean_gradient(
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows,
             sample_weight=self.sample_weight,
         )
+
+    def mean_gradient_pair(self, coef1, coef0, rows, n_total=None):
+        """``(mean_gradient(coef1, rows), mean_gradient(coef0, rows))`` from one gather of the rows.
+
+        For a scalar loss both points go through one product (each point's
+        per-example gradients clipped on their own, as in two calls).
+        """
+        if np.ndim(coef1) != 1:
+            return (self.mean_gradient(coef1, rows=rows, n_total=n_total),
+                    self.mean_gradient(coef0, rows=rows, n_total=n_total))
+        if self.progress is not None:
+            self.progress.rows_done(2 * _batch_size(rows))
+        loss, clip, y, norms = self.loss, self.clip, self.y, self.norms
+
+        def derivative(Z, r):  # column j: the derivatives at point j, clipped column by column, then weighted
+            S = loss.derivative(Z, y[r][:, None])
+            S = S if clip is None else clip_derivatives(S, norms[r], clip)
+            return S if self.sample_weight is None else S * self.sample_weight[r][:, None]
+
+        W = np.column_stack([coef1, coef0])
+        if hasattr(self.X, "gradient_sum"):
+            G = self.X.gradient_sum(W, derivative, rows=rows)
+        else:
+            Xb = self.X[rows]
+            G = np.asarray(Xb.T @ derivative(np.asarray(Xb @ W), rows))
+        G = G / (_batch_size(rows) if n_total is None else n_total)
+        return G[:, 0], G[:, 1]
 
     def objective(self, coef):
         Z = self.X @ coef
@@ -288,6 +412,9 @@ class Solver:
     source = ""
     #: default hyperparameters, in words, for the solver table
     defaults = ""
+    #: whether its number of gradient evaluations is fixed by its public schedule (``verbose`` may print
+    #: epoch counts); ``False`` when it depends on the data (e.g. solving to a tolerance)
+    public_schedule = True
 
     def check_options(self, options):
         """Raise ``ValueError`` for ``solver_options`` keys this solver does not take."""
@@ -362,7 +489,9 @@ class Solver:
         scales from the plan.
         """
         plan = self.make_plan(public_view(problem), budget)
+        problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n, self.public_schedule)
         result = self.run(problem, plan, rng)
+        problem.progress.done()
         result.events = list(plan.events)
         if result.noise_scale is None:  # a run may report the scale in the released units (a grid release)
             result.noise_scale = float(plan.noise_scale)

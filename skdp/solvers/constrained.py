@@ -38,7 +38,7 @@ from ..privacy import (
     gumbel_scale,
     report_noisy_max,
 )
-from ._base import Solver, SolverPlan, SolverResult, register, repeated_gaussian_plan
+from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, repeated_gaussian_plan, report_rows
 
 __all__ = ["NoisySFW", "NoisySFWLp", "DPAccMD", "PhasedSGD", "glm_constants", "drain_step", "gg_geometry"]
 
@@ -66,6 +66,7 @@ def _first_batch_gradient(problem, rows):
     :meth:`Problem.mean_gradient` on the rows; cheaper than gathering half of X).
     """
     n = problem.n
+    report_rows(problem, rows.size)
     v = np.zeros(n)
     y = problem.y[rows]
     S = problem.loss.derivative(np.zeros(rows.size), y)
@@ -77,7 +78,8 @@ def _first_batch_gradient(problem, rows):
 
 def _batch_gradients(problem, rows, w1, w0):
     """Mean clipped per-example gradients over ``rows`` at ``w1`` and at ``w0`` (one gather, one product)."""
-    Xb = problem.X[rows]
+    report_rows(problem, 2 * rows.size)
+    Xb = batch_rows(problem.X, rows)
     y = problem.y[rows]
     S = problem.loss.derivative(Xb @ np.column_stack([w1, w0]), y[:, None])
     if problem.clip is not None:

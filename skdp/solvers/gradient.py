@@ -372,8 +372,8 @@ class DPSVRG(Solver):
             rows = poisson_sample(rng, n, b / n)
             diff = 0.0
             if rows.size:
-                diff = (problem.mean_gradient(w, rows=rows, n_total=b)
-                        - problem.mean_gradient(snapshot, rows=rows, n_total=b))
+                g_w, g_snapshot = problem.mean_gradient_pair(w, snapshot, rows, n_total=b)
+                diff = g_w - g_snapshot
             w = problem.penalty.prox(w - eta * (diff + full + gaussian_noise(rng, sigma, w.shape)), eta)
             avg += w
         return w, avg / steps

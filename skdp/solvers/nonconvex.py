@@ -21,7 +21,7 @@ import numpy as np
 
 from ..losses import clip_derivatives
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_sample
 from .sgd import _noise_multiplier
 
@@ -385,9 +385,11 @@ class DPSRM(_PoissonSolver):
                           {"T": T, "z": z, "std0": z * G / b0, "std": std})
 
     @staticmethod
-    def _derivatives(problem, rows, w):
-        Xb = problem.X[rows]
-        return Xb, problem.loss.derivative(Xb @ w, problem.y[rows]), problem.norms[rows]
+    def _derivatives(problem, rows, *points):
+        """The gathered rows, the loss derivatives at each of ``points`` on them, and their norms (one gather)."""
+        report_rows(problem, rows.size * len(points))
+        Xb, y = batch_rows(problem.X, rows), problem.y[rows]
+        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), problem.norms[rows])
 
     def run(self, problem, plan, rng):
         n = problem.n
@@ -405,8 +407,7 @@ class DPSRM(_PoissonSolver):
             rows = poisson_sample(rng, n, b / n)
             contrib = np.zeros_like(theta)
             if rows.size:
-                Xb, S_new, norms = self._derivatives(problem, rows, new)
-                _, S_old, _ = self._derivatives(problem, rows, theta)
+                Xb, S_new, S_old, norms = self._derivatives(problem, rows, new, theta)
                 vector = np.ndim(S_new) == 2
                 # clipped to the bounds over W, then weighted: each row's terms stay within G and C2
                 W = problem.weight_bound
@@ -427,7 +428,8 @@ class DPSRM(_PoissonSolver):
     def _clipped_sum(problem, rows, w, G):
         if rows.size == 0:
             return np.zeros_like(w)
-        Xb = problem.X[rows]
+        report_rows(problem, rows.size)
+        Xb = batch_rows(problem.X, rows)
         S = problem.loss.derivative(Xb @ w, problem.y[rows])
         S = clip_derivatives(S, problem.norms[rows], G / problem.weight_bound, vector=np.ndim(S) == 2)
         return np.asarray(Xb.T @ problem.weigh(S, rows))

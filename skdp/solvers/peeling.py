@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..losses import clip_derivatives, weigh
 from ..privacy import (BoundedRangeEvent, GaussianEvent, calibrate, gaussian_noise, gumbel_scale,
                        report_noisy_max, zcdp_rho)
-from ._base import SolverPlan, SolverResult, register, unit_interval_option
+from ._base import SolverPlan, SolverResult, register, report_rows, unit_interval_option
 from .sparse import _SparseSolver
 
 __all__ = ["NoisyIHT", "peel", "gradient_step", "noisy_iht_sensitivities"]
@@ -49,6 +49,7 @@ def gradient_step(problem, w, learning_rate, active=None):
     so one step costs one pass of ``X^T`` (``O(n d)``) plus ``O(n |active|)``.
     """
     X = problem.X
+    report_rows(problem, problem.n)
     if active is None:
         active = np.flatnonzero(w)
     z = X[:, active] @ w[active] if not sp.issparse(X) else np.asarray(X @ w).ravel()

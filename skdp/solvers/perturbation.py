@@ -21,7 +21,7 @@ from ..privacy import (
 )
 from ..privacy.discrete import secure_gaussian_release
 from ..penalties import project_l2_ball
-from ._base import Problem, Solver, SolverPlan, SolverResult, register
+from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_rows
 
 __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbationSVRG"]
 
@@ -178,6 +178,7 @@ class ObjectivePerturbation(Solver):
     """
 
     name = "obj_pert"
+    public_schedule = False  # solved to a tolerance: the number of passes depends on the data
     source = 'Bassily, Feldman, Talwar, Thakurta 2019, Alg. 2 (KST12 / CMS11)'
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'
     card = "Alg. 2 recalibrated for replace-one (gradient change 2 zeta, Jacobian term), exact minimiser on the ball for squared loss"
@@ -211,7 +212,8 @@ class ObjectivePerturbation(Solver):
         """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows."""
         return Problem(problem.X, y, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
                        options=problem.options, n_samples=problem.n, n_features=problem.p,
-                       sample_weight=problem.sample_weight, max_sample_weight=problem.max_sample_weight)
+                       sample_weight=problem.sample_weight, max_sample_weight=problem.max_sample_weight,
+                       progress=problem.progress)
 
     def make_plan(self, problem, budget):
         k = problem.n_outputs
@@ -289,6 +291,8 @@ def _hessian(X, curv, lam):
     n, p = X.shape
     if sparse.issparse(X):
         H = (X.T @ sparse.diags(curv) @ X).toarray()
+    elif hasattr(X, "gram"):  # a lazy design: by blocks of rows, no weighted copy of X
+        H = X.gram(curv)
     else:
         H = X.T @ (X * curv[:, None])
     return np.asarray(H) / n + lam * np.eye(p)
@@ -299,6 +303,7 @@ def _minimise_smooth(problem, lam, lin):
     X, y, loss = problem.X, problem.y, problem.loss
 
     def fun(w):
+        report_rows(problem, X.shape[0])
         Z = X @ w
         val = float(np.mean(problem.weigh(loss.value(Z, y)))) + 0.5 * lam * w @ w + lin @ w
         grad = np.asarray(X.T @ problem.weigh(loss.derivative(Z, y))) / X.shape[0] + lam * w + lin
@@ -333,9 +338,15 @@ def _ridge_on_ball(X, y, lam, lin, radius, sample_weight=None):
     outside the ball. Returns the solution and its constrained KKT residual.
     """
     n = X.shape[0]
-    Xw = X if sample_weight is None else _scale_rows(X, sample_weight)
-    XtX = np.asarray((Xw.T @ X).toarray() if hasattr(X, "toarray") else Xw.T @ X) / n
-    g = np.asarray(Xw.T @ y).ravel() / n - lin
+    if hasattr(X, "gram"):  # a lazy design: X^T W X and X^T W y in one pass
+        G = X.gram(weights=sample_weight, extra=np.asarray(y, dtype=float))
+        p = X.shape[1]
+        XtX, g = G[:p, :p] / n, G[:p, p] / n - lin
+    else:
+        Xw = X if sample_weight is None else _scale_rows(X, sample_weight)
+        XtX = Xw.T @ X
+        XtX = np.asarray(XtX.toarray() if sparse.issparse(XtX) else XtX) / n
+        g = np.asarray(Xw.T @ y).ravel() / n - lin
     evals, evecs = linalg.eigh(XtX)
     evals = np.maximum(evals, 0.0) + lam
     gt = evecs.T @ g
@@ -447,6 +458,7 @@ def _svrg_certified(problem, lam, lin, tol, rng, max_epochs):
     X, y, loss, n = problem.X, problem.y, problem.loss, problem.n
 
     def grad(w, rows=None, m=None):
+        report_rows(problem, n if rows is None else rows.size)
         Xr, yr = (X, y) if rows is None else (X[rows], y[rows])
         S = problem.weigh(loss.derivative(Xr @ w, yr), rows)
         return np.asarray(Xr.T @ S) / (Xr.shape[0] if m is None else m)

@@ -8,7 +8,7 @@ import numpy as np
 from ..losses import clip_derivatives, moreau_hinge_derivative
 from ..penalties import NormBall
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
-from ._base import Solver, SolverPlan, SolverResult, register
+from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_sample
 
 __all__ = ["NoisySGD", "NoisySGDMoreau"]
@@ -159,7 +159,8 @@ class NoisySGDMoreau(NoisySGD):
 
     def batch_gradient(self, problem, plan, w, rows, m):
         beta = plan.settings["beta"]
-        X = problem.X[rows]
+        report_rows(problem, rows.size)
+        X = batch_rows(problem.X, rows)
         norms = problem.norms[rows]
         S = moreau_hinge_derivative(X @ w, problem.y[rows], norms**2, beta)
         S = clip_derivatives(S, norms, problem.unit_gradient_bound)

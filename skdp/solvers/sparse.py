@@ -45,7 +45,8 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release
-from ._base import Problem, Solver, SolverPlan, SolverResult, get_solver, register, repeated_gaussian_plan
+from ._base import (Problem, Solver, SolverPlan, SolverResult, get_solver, register, repeated_gaussian_plan,
+                    report_rows)
 
 __all__ = [
     "SparseProblem",
@@ -130,6 +131,7 @@ class SparseProblem:
     def mean_gradient(self, coef):
         """Mean of the per-example gradients, each clipped to ``clip`` in the ``clip_order`` norm."""
         norms = self.row_norms() if self.clip is not None else None
+        report_rows(self, self.n)
         return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.unit_clip,
                                      sample_weight=self.sample_weight)
 
@@ -313,6 +315,7 @@ class DPSLKT(_SparseSolver):
     """
 
     name = "dpsl_kt"
+    public_schedule = False  # the teacher is solved to a tolerance: its number of passes depends on the data
     source = 'Wang 2021 (dissertation), ch. 3, Alg. 2 (ridge teacher)'
     defaults = 'uniform synthetic features, ridge teacher, IGHT student'
     card = "Alg. 2 with a certified ridge teacher in place of the l0 teacher (which has no worst-case guarantee)"
@@ -537,6 +540,7 @@ class TwoStage(_SparseSolver):
     """
 
     name = "two_stage"
+    public_schedule = False  # the block fits stop at a tolerance: their work depends on the data
     source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
     defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'
     card = "KST12 support selection, then the replace-one objective perturbation of obj_pert"

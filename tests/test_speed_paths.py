@@ -1,0 +1,144 @@
+"""The fast paths of a fit compute what the direct computations compute.
+
+A dense fit runs on :class:`skdp.bounds.BoundedDesign` (the clipped, augmented
+design without a copy of X), the squared loss's repeated full-batch gradients
+on :class:`skdp.losses.ScreenedSquaredGradient`, and the private quantile
+counts without sorting. Each is checked here against the plain array / the
+direct formula, to floating-point summation order (the clipping decisions, and
+so every bound and sensitivity, must be exactly the same).
+"""
+
+import numpy as np
+import pytest
+
+from skdp.bounds import BoundedDesign, bound_features, row_norms
+from skdp.losses import LogisticLoss, MultinomialLoss, ScreenedSquaredGradient, SquaredLoss, clipped_mean_gradient
+from skdp.privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, _counts_at_most
+
+
+def _rows(seed=0, n=700, d=6, dtype=np.float64):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d) * rng.gamma(1.0, 1.0, size=(n, 1))  # row norms of every size
+    X[3] = 0.0
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("zeroed", [False, True])
+def test_bounded_design_matches_the_clipped_array(dtype, fit_intercept, zeroed):
+    X = _rows(dtype=dtype)
+    X_before = X.copy()
+    dense = bound_features(X.astype(np.float64), 2.0, fit_intercept, None)
+    lazy = bound_features(X, 2.0, fit_intercept, None, lazy=True)
+    assert isinstance(lazy.X, BoundedDesign) and lazy.n_clipped == dense.n_clipped > 0
+    A, D = lazy.X, dense.X
+    if zeroed:
+        keep = np.random.RandomState(1).rand(X.shape[0]) < 0.8
+        A, D = A.with_rows_zeroed(keep), np.where(keep[:, None], D, 0.0)
+    BoundedDesign._block, block = 64, BoundedDesign._block  # several blocks, a ragged last one
+    try:
+        rng = np.random.RandomState(2)
+        p = D.shape[1]
+        w, W, v = rng.randn(p), rng.randn(p, 3), rng.randn(X.shape[0])
+        rows = rng.randint(0, X.shape[0], size=50)
+        np.testing.assert_allclose(A.toarray(), D, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(A[rows], D[rows], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(A[5], D[5], rtol=1e-12, atol=1e-14)
+        for r in (rows, rows[:7]):
+            np.testing.assert_allclose(A.gather(r).toarray(), D[r], rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(A.gather(r) @ W, D[r] @ W, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(A.gather(r).T @ v[r], D[r].T @ v[r], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(A @ w, D @ w, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(A @ W, D @ W, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(A.T @ v, D.T @ v, rtol=1e-10, atol=1e-11)
+        np.testing.assert_allclose(A.T @ A, D.T @ D, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(A.gram(weights=np.abs(v)), D.T @ (D * np.abs(v)[:, None]), rtol=1e-10, atol=1e-10)
+        G = A.gram(extra=v)
+        np.testing.assert_allclose(G[:p, p], D.T @ v, rtol=1e-10, atol=1e-11)
+        for loss, y, coef in [(LogisticLoss(), np.sign(v), w), (SquaredLoss(), v, w),
+                              (MultinomialLoss(3), rng.randint(0, 3, X.shape[0]), W)]:
+            for r in (None, rows, rng.randint(0, X.shape[0], size=600), rows[:5]):
+                got = clipped_mean_gradient(loss, A, y, coef, lazy.row_norms, 0.3, rows=r)
+                want = clipped_mean_gradient(loss, D, y, coef, dense.row_norms, 0.3, rows=r)
+                np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+    finally:
+        BoundedDesign._block = block
+    np.testing.assert_array_equal(X, X_before)  # the caller's array is only read
+    np.testing.assert_allclose(lazy.row_norms, dense.row_norms, rtol=1e-12)
+
+
+def test_screened_squared_gradient_equals_the_direct_clipped_gradient():
+    """Along a path of iterates (small and large moves, so both the screened and the full passes run)."""
+    X = _rows(n=900, d=5)
+    b = bound_features(X, 2.0, True, None, lazy=True)
+    rng = np.random.RandomState(3)
+    y = np.clip(b.X @ rng.randn(6) * 0.3 + 0.3 * rng.randn(900), -1, 1)
+    clip = 2.0 * 1.0  # K B: the "initial" clip of DPRidge (labels in units where |y| <= 1)
+    screened = ScreenedSquaredGradient(b.X, y, b.row_norms, clip)
+    screened.refresh_fraction = 0.5  # screen even with many candidate rows
+    gathered = []
+    gradient_sum = b.X.gradient_sum
+
+    def spy(w, derivative, rows=None):
+        if rows is not None:
+            gathered.append(len(rows))
+        return gradient_sum(w, derivative, rows=rows)
+
+    b.X.gradient_sum = spy
+    w, kinds = np.zeros(6), set()
+    for step in range(30):
+        passes = screened.passes
+        got = screened(w)
+        kinds.add("pass" if screened.passes > passes else "screened")
+        want = clipped_mean_gradient(SquaredLoss(), b.X.toarray(), y, w, b.row_norms, clip)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+        w = w + (0.5 if step % 7 == 0 else 0.01) * rng.randn(6)
+    assert kinds == {"pass", "screened"} and max(gathered) > 0
+
+
+def test_quantile_counts_without_sorting():
+    rng = np.random.RandomState(4)
+    for grid in (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID):
+        for values in (rng.rand(5000) * 3, rng.randn(5000) * 100, np.concatenate([grid, grid[:5], [0.0, -1e9, 1e9]])):
+            np.testing.assert_array_equal(_counts_at_most(values, grid),
+                                          np.searchsorted(np.sort(values), grid, side="right"))
+
+
+def test_row_norms_computed_once_per_fit(monkeypatch):
+    """``data_norm="auto"``: the private bound and the clipping share one computation of the row norms."""
+    import skdp.bounds
+    import skdp.linear_model._base as base
+    from skdp import DPLogisticRegression
+
+    calls = []
+
+    def counting(X):
+        calls.append(X.shape)
+        return row_norms(X)
+
+    monkeypatch.setattr(base, "row_norms", counting)
+    monkeypatch.setattr(skdp.bounds, "row_norms", counting)
+    X = _rows(n=400)
+    y = (X[:, 0] > 0).astype(int)
+    DPLogisticRegression(1.0, random_state=0, classes=[0, 1], feature_clip=None).fit(X, y)
+    assert calls == [X.shape]
+    # winsorising the features changes the rows: their norms once more (the private bound used the raw ones)
+    calls.clear()
+    DPLogisticRegression(1.0, random_state=0, classes=[0, 1]).fit(X, y)
+    assert calls == [X.shape, X.shape]
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])
+def test_float32_input_fits_as_the_float64_copy_of_its_values(solver):
+    """float32 rows stay float32 in memory, but every product is computed in float64."""
+    from skdp import DPLogisticRegression, DPRidge
+
+    X = _rows(n=500).astype(np.float32)
+    yc = (X[:, 0] > 0).astype(int)
+    kw = dict(solver=solver, random_state=0, data_norm=2.0)
+    for est, y in [(DPLogisticRegression(1.0, classes=[0, 1], **kw), yc),
+                   (DPRidge(1.0, label_bound=3.0, **kw), X[:, 1].astype(float))]:
+        a = est.fit(X, y).coef_.copy()
+        b = est.fit(X.astype(np.float64), y).coef_
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
