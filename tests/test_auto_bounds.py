@@ -36,7 +36,7 @@ def test_auto_bound_is_paid_for_and_never_warns(data, solver):
         # the solver is calibrated so that the whole plan costs what was asked (never more)
         assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
         # the bound is a factor x a grid point (the private median), widened for the intercept column
-        raw = (est.data_norm_ * math.sqrt(1 - est._default_intercept_fraction ** 2)
+        raw = (est.data_norm_ * math.sqrt(1 - est._intercept_fraction_for(X.shape[1]) ** 2)
                / est._auto_norm_factor_for(X.shape[0]))
         assert np.isclose(DEFAULT_NORM_GRID, raw, rtol=1e-12).sum() == 1, est.data_norm_
         assert est.data_norm == "auto"  # the parameter is never overwritten
