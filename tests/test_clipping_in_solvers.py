@@ -213,6 +213,7 @@ def _case(solver):
     shrinks next to the first when the batch is the whole data.
     """
     est, (X, y) = _solver_cases(2.0, 1e-5)[solver]
+    est = est.set_params(solver=solver)  # a case may leave it at "auto" (DPLinearSVC's picks noisy_sgd)
     if "clip_norm" in est.get_params():
         est.set_params(clip_norm=CLIP_FACTOR)  # the sparse cases' rows have gradient norm 1 at w = 0
     if "batch_size" in SOLVERS[solver].option_keys:
@@ -240,6 +241,7 @@ def _changes(solver, pair):
     (XA, yA), (XB, yB) = _worlds(est, X, y, pair)
     with _zero_noise() as A:
         events = list(est.fit(XA, yA).privacy_events_)
+    assert est.solver_ == solver
     with _zero_noise(replay=A) as B:
         est.fit(XB, yB)
     assert len(B) == len(A), "world B made fewer releases than world A under the same outputs"
