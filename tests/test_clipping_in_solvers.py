@@ -36,12 +36,13 @@ import pytest
 
 from sklearn.base import is_classifier
 
+from skdp import DPLogisticRegression
 from skdp.audit import _solver_cases
 from skdp.linear_model import _base as linear_base
 from skdp.privacy import (ApproxDPEvent, BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, LaplaceEvent,
                           PoissonGaussianEvent, ZCDPEvent)
 from skdp.privacy import mechanisms
-from skdp.solvers import SOLVERS, Problem, Solver
+from skdp.solvers import SOLVERS, Problem, Solver, get_solver, public_view
 
 #: the per-example clip norm is this fraction of the largest gradient norm at w = 0, so it binds on the canary
 CLIP_FACTOR = 0.1
@@ -284,12 +285,12 @@ def test_one_row_moves_each_release_within_its_sensitivity(solver):
 
 @pytest.fixture
 def solved_problems(monkeypatch):
-    """The problems every solver is given in the block (``Solver.solve`` is the one entry point)."""
+    """(problem, budget) of every solve in the block (``Solver.solve`` is the one entry point)."""
     seen = []
     real = Solver.solve
 
     def solve(self, problem, budget, rng):
-        seen.append(problem)
+        seen.append((problem, budget))
         return real(self, problem, budget, rng)
 
     monkeypatch.setattr(Solver, "solve", solve)
@@ -305,7 +306,7 @@ def test_a_huge_row_reaches_every_solver_clipped(solver, solved_problems):
             solved_problems.clear()
             est.fit(Xw, yw)
             assert solved_problems, f"{solver}: no problem reached Solver.solve"
-            for problem in solved_problems:
+            for problem, _ in solved_problems:
                 Xp = np.asarray(problem.X.toarray() if hasattr(problem.X, "toarray") else problem.X)
                 if isinstance(problem, Problem):
                     norms = np.linalg.norm(Xp, axis=1)
@@ -324,3 +325,22 @@ def test_exempt_solvers_release_no_additive_noise(solver):
     est, X, y = _case(solver)
     events = est.fit(np.vstack([X, np.eye(X.shape[1])[0]]), np.append(y, 1.0)).privacy_events_
     assert events and all(isinstance(e, ApproxDPEvent) for e in events), events
+
+
+def test_objective_perturbation_minimises_the_objective_it_planned(solved_problems):
+    """Objective perturbation's proof needs the extra ridge term its plan calibrates (the Jacobian term):
+    with the noise off, the released point is the minimiser of the loss plus (alpha + extra)/2 ||w||^2."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (60, 3)) / 2
+    y = (X[:, 0] + 0.3 * rng.randn(60) > 0).astype(int)
+    est = DPLogisticRegression(epsilon=1.0, solver="obj_pert", alpha=0.001, data_norm=1.0, classes=[0, 1],
+                               fit_intercept=False, random_state=0)
+    with _zero_noise():
+        est.fit(X, y)
+    ((problem, budget),) = solved_problems
+    extra = get_solver("obj_pert").make_plan(public_view(problem), budget).settings["extra"]
+    assert extra > 0
+    w = est.coef_.ravel()
+    grad = problem.X.T @ problem.loss.derivative(problem.X @ w, problem.y) / problem.n
+    assert np.linalg.norm(grad + (problem.penalty.alpha + extra) * w) <= 1e-7
+    assert np.linalg.norm(extra * w) > 1e-4  # without the extra term the minimiser would be another point
