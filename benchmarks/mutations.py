@@ -78,6 +78,32 @@ def _mpc_mean_party():
     mp.MultiPartyDPLogisticRegression._calibration = calibration
 
 
+def _mpc_calibration(change):
+    """``mpc_grad_pert``'s calibration with ``(scale, T) -> (scale, T)`` changed; its events as before."""
+    from skdp.distributed import _estimators as mp
+
+    real = mp.MultiPartyDPLogisticRegression._calibration
+
+    def calibration(self, sizes, d, n_classes=2):
+        sens, scale, events, T = real(self, sizes, d, n_classes)
+        if self._solver() == "mpc_grad_pert":
+            scale, T = change(scale, T)
+        return sens, scale, events, T
+
+    mp.MultiPartyDPLogisticRegression._calibration = calibration
+
+
+def _mpc_no_clip():
+    from skdp.distributed import _estimators as mp
+
+    real = mp._clipped_mean_gradient
+
+    def clipped_mean_gradient(X, ys, norms, theta, G, column=None):
+        return real(X, ys, norms, theta, math.inf, column)
+
+    mp._clipped_mean_gradient = clipped_mean_gradient
+
+
 def _obj_pert_ovr_full_epsilon():
     from skdp.solvers import perturbation as pt
 
@@ -288,9 +314,19 @@ def mutations():
             suffstats.AdaSSP, sigmas=lambda s: (s[0], s[1] / 2, s[2])),
         "mpc_grad_pert: noise drawn at sigma/2": _mpc_half_noise,
         "mpc_grad_pert: mean party size instead of the smallest": _mpc_mean_party,
+        "mpc_grad_pert: clipping removed": _mpc_no_clip,
+        "mpc_grad_pert: one extra step": lambda: _mpc_calibration(lambda scale, T: (scale, T + 1)),
+        "mpc_grad_pert: budget split wrong by one": lambda: _mpc_calibration(
+            lambda scale, T: (scale * math.sqrt((T - 1) / T), T)),
         "estimators: row and label clipping removed": _estimator_clipping_removed,
         **per_solver_mutations()[0],
     }
+
+
+def _registered():
+    from skdp.solvers import SOLVERS
+
+    return SOLVERS
 
 
 def _clips(name):
@@ -313,7 +349,8 @@ def run_one(name, files):
     import pytest
 
     mutations()[name]()
-    if name.endswith(": clipping removed") and not _clips(name.split(":")[0]):
+    solver = name.split(":")[0]
+    if name.endswith(": clipping removed") and solver in _registered() and not _clips(solver):
         print("CLIP_CALLS=0")
         print("PYTEST_RC=0")
         return 0
