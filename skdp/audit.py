@@ -477,7 +477,7 @@ def _solver_cases(epsilon, delta):
         "obj_pert_svrg": (DPLogisticRegression(solver="obj_pert_svrg", alpha=1.0, classes=[0, 1], coef_norm=0.3,
                                                **common), (X0, c0)),
         # a small radius makes the envelope's smoothing beta large, so its gradient is the hinge's, |x|
-        "nsgd_moreau": (DPLinearSVC(alpha=0.1, classes=[0, 1], coef_norm=0.3, max_iter=2,
+        "nsgd_moreau": (DPLinearSVC(solver="nsgd_moreau", alpha=0.1, classes=[0, 1], coef_norm=0.3, max_iter=2,
                                     solver_options={"batch_size": 41}, **common), (X0, c0)),
     }
     for solver in ("dp_ight", "dpsl_kt", "dp_fw_l1", "two_stage"):

@@ -70,3 +70,20 @@ def canary_scores(make, worlds, n_fits=N_FITS):
     for X, y in worlds:
         out.append(np.array([make(seed).fit(X, y).coef_.ravel()[2] for seed in range(n_fits)]))
     return out
+
+
+def empirical_mu_lower_bound(s_in, s_out, threshold=0.0, level=0.025):
+    """Lower bound on the mu of mu-GDP from scores of the canary world (s_in) and its neighbour (s_out).
+
+    The test "score >= threshold means the canary world" is fixed in advance
+    (the two worlds are mirror images, so the threshold is the midpoint, 0) and
+    evaluated on every score; Clopper-Pearson upper bounds (each at ``level``,
+    from :func:`skdp.audit.epsilon_lower_bound`) on its error rates turn into a
+    mu below which no mu-GDP mechanism makes errors that small: mu-GDP needs
+    ``FNR >= Phi(Phi^-1(1 - FPR) - mu)`` (Dong, Roth and Su 2022, Def. 2.6).
+    """
+    from scipy.stats import norm
+
+    test = epsilon_lower_bound(s_in, s_out, 0.0, confidence=1 - 2 * level, threshold=threshold)
+    fpr, fnr = test["fpr_upper"], test["fnr_upper"]
+    return max(0.0, float(norm.isf(fpr) - norm.ppf(fnr))) if 0 < fpr < 1 and 0 < fnr < 1 else 0.0
