@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._random import shared_sources
 from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
 from .exceptions import PrivacyLeakWarning
-from . import diagnostics
+from . import _dask, diagnostics
+from ._dask import is_dask_collection
 from ._random import fit_randomness
 from ._release import _caller_stacklevel, charge, release
 from .privacy import (
@@ -80,6 +81,20 @@ def _charge_and_bound(scaler, X, privacy_ledger):
         stacklevel=3,
     )
     return X, lo, np.where(hi > lo, hi, lo + 1.0), True
+
+
+def _unit_box(X, lo, hi):
+    """Every feature clipped to its bounds and mapped to ``[-1/2, 1/2]``."""
+    return (np.clip(X, lo, hi) - lo) / (hi - lo) - 0.5
+
+
+def _clip_unit_rows(U, radius, norms=None):
+    """Rows of ``U`` scaled down to L2 norm ``radius`` (``None``: unchanged; ``U`` may be modified)."""
+    if radius is None:
+        return U
+    norms = np.linalg.norm(U, axis=1) if norms is None else norms
+    U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
+    return U
 
 
 def _planned_features(scaler, n_features):
@@ -396,7 +411,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: the private bounds'
+            counts and the moments are Dask reductions, the noise is added
+            here (see :ref:`dask_input`).
         y : None
         privacy_ledger : PrivacyLedger or None, default=None
             Charged before the data is read (or the active ``with ledger:``).
@@ -405,6 +423,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
+        if is_dask_collection(X):
+            return _dask.fit_standard_scaler(self, X, privacy_ledger)
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
@@ -416,8 +436,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             self.quantile_ = _warn_unlocated(self, n, eps0)
             lo, hi, event = private_feature_ranges(X, self.quantile_, eps0, rng)
             events.append(event)
-        r = hi - lo
-        U = (np.clip(X, lo, hi) - lo) / r - 0.5  # each feature in [-1/2, 1/2]
+        U = _unit_box(X, lo, hi)
         diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
         radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
         if isinstance(self.clip_norm, str):
@@ -427,14 +446,20 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             radius = float(self.clip_norm)
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
-        if radius is not None:
-            U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
+        U = _clip_unit_rows(U, radius, norms)
+        return self._release_moments(n, d, lo, hi, U.mean(axis=0), np.mean(U**2, axis=0), radius, events, rng,
+                                     derived, eps0)
+
+    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0):
+        """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``), set
+        the fitted attributes and price the fit. ``events`` are the private selections made before."""
+        r = hi - lo
         sens = self._sensitivities(d, n, radius)
         release_events, scales = self._events(sens, d)
         events = events + release_events
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
-        umean = np.clip(U.mean(axis=0) + draw(rng, scales[0], d), -0.5, 0.5)
-        usecond = np.mean(U**2, axis=0) + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
+        umean = np.clip(u_mean + draw(rng, scales[0], d), -0.5, 0.5)
+        usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up.
         floor = max(1e-4, 2.0 * float(scales[1]))

@@ -10,6 +10,8 @@ from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
+from .. import _dask
+from .._dask import is_dask_collection
 from .._random import fit_randomness
 from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
 from ._base import DPLinearModel
@@ -275,8 +277,14 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : {array-like, sparse matrix, dask array, dask DataFrame} of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: every pass over the
+            rows is a Dask reduction and only the reduced statistic reaches
+            this process, where the noise is added (same privacy events and,
+            for a seed, the same coefficients up to summation order as in
+            memory). Solvers ``dp_gd``, ``output_pert`` only; see
+            :ref:`dask_input`.
+        y : array-like or dask array/Series of shape (n_samples,)
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -287,6 +295,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         -------
         self : object
         """
+        if is_dask_collection(X):
+            return _dask.fit_logistic(self, X, y, privacy_ledger)
         self._check_privacy_params()
         classes = check_class_set(self)
         if classes is not None:

@@ -12,6 +12,8 @@ from ..bounds import bound_labels, check_label_bound, private_label_range, publi
 from ..losses import SquaredLoss
 from ..solvers import SolverChoice
 from .. import diagnostics
+from .. import _dask
+from .._dask import is_dask_collection
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
 from ._base import DPLinearModel
@@ -310,8 +312,14 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : {array-like, sparse matrix, dask array, dask DataFrame} of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: every pass over the
+            rows is a Dask reduction and only the reduced statistic reaches
+            this process, where the noise is added (same privacy events and,
+            for a seed, the same coefficients up to summation order as in
+            memory). Solvers ``dp_gd``, ``output_pert`` and ``adassp`` only; see
+            :ref:`dask_input`.
+        y : array-like or dask array/Series of shape (n_samples,)
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
             :class:`~skdp.BudgetExceededError` if it would exceed the ledger's
@@ -322,6 +330,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         -------
         self : object
         """
+        if is_dask_collection(X):
+            return _dask.fit_ridge(self, X, y, privacy_ledger)
         self._check_privacy_params()
         self._check_label_bound()
         solver = self._resolve_solver("squared")
@@ -346,13 +356,16 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             X, yc / bound, SquaredLoss(), 1, solver, label_bound=1.0, coef_norm=None if M is None else M / bound,
             data_derived=derived, clip_norm="initial", rng=rng, pre_events=pre_events,
         )
-        coef = coef * bound
-        coef_, intercept_ = self._split_coef(coef)
+        return self._set_fitted(coef, centre, bound, M, n_lab)
+
+    def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped):
+        """Fitted attributes from the solver's coefficients in units of the label ``bound`` (in memory and Dask)."""
+        coef_, intercept_ = self._split_coef(coef * bound)
         self.coef_ = coef_.ravel()
         self.intercept_ = float(intercept_[0]) + centre
         self.label_bound_ = (centre - bound, centre + bound)
-        self.coef_norm_ = M
-        diagnostics.record(self, n_labels_clipped=int(n_lab))
+        self.coef_norm_ = coef_norm
+        diagnostics.record(self, n_labels_clipped=int(n_labels_clipped))
         return self
 
     def __sklearn_tags__(self):

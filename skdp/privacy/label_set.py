@@ -35,7 +35,7 @@ from scipy import stats
 from .events import ApproxDPEvent
 from .mechanisms import laplace_noise
 
-__all__ = ["private_label_set", "label_set_threshold", "label_set_delta", "laplace_keep_probability"]
+__all__ = ["private_label_set", "private_label_set_from_counts", "label_set_threshold", "label_set_delta", "laplace_keep_probability"]
 
 
 def label_set_threshold(epsilon, delta):
@@ -143,7 +143,19 @@ def private_label_set(y, epsilon, delta, rng):
     >>> labels.tolist(), event
     (['cat', 'dog'], ApproxDPEvent(epsilon=1.0, delta=1e-05, count=1))
     """
-    b, tau = label_set_threshold(epsilon, delta)
     labels, counts = np.unique(np.asarray(y), return_counts=True)
+    return private_label_set_from_counts(labels, counts, epsilon, delta, rng)
+
+
+def private_label_set_from_counts(labels, counts, epsilon, delta, rng):
+    """:func:`private_label_set` from the sorted distinct labels of ``y`` and their counts.
+
+    ``labels`` must be sorted and hold only labels that occur (``counts > 0``),
+    as ``np.unique(y, return_counts=True)`` gives them: the counts are sums
+    over rows, so a distributed fit adds up the counts of its row blocks and
+    runs this one mechanism on the total. Returns ``(kept labels, event)``.
+    """
+    b, tau = label_set_threshold(epsilon, delta)
+    labels, counts = np.asarray(labels), np.asarray(counts)
     noisy = counts + laplace_noise(rng, b, labels.size)
     return labels[noisy > tau], ApproxDPEvent(float(epsilon), float(delta))

@@ -113,6 +113,13 @@ class Problem:
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows
         )
 
+    def gram(self):
+        """``(X^T X, X^T y)`` of the bounded data as dense float arrays: the squared loss's sufficient statistics."""
+        X = self.X
+        XtX = X.T @ X
+        XtX = XtX.toarray() if hasattr(XtX, "toarray") else np.asarray(XtX, dtype=float)
+        return XtX, np.asarray(X.T @ np.asarray(self.y, dtype=float), dtype=float).ravel()
+
     def objective(self, coef):
         Z = self.X @ coef
         return float(np.mean(self.loss.value(Z, self.y))) + self.penalty.value(coef)

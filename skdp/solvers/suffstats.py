@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..privacy import GaussianEvent, calibrate_gaussian, gaussian_noise
 from ._base import Solver, SolverPlan, SolverResult, register, unit_interval_option
@@ -81,12 +80,10 @@ class AdaSSP(Solver):
         return SolverPlan(events, sigmas[1], {"sigmas": sigmas, "rho": rho})
 
     def run(self, problem, plan, rng):
-        X, y, n, p = problem.X, np.asarray(problem.y, dtype=float), problem.n, problem.p
+        n, p = problem.n, problem.p
         s_min, s_xx, s_xy = plan.settings["sigmas"]
         rho = plan.settings["rho"]
-        XtX = X.T @ X
-        XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
-        Xty = np.asarray(X.T @ y, dtype=float).ravel()
+        XtX, Xty = problem.gram()
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         lam_min = float(np.linalg.eigvalsh(XtX)[0]) + float(gaussian_noise(rng, s_min, 1)[0])
         lam_low = max(lam_min - s_min * math.sqrt(2.0 * math.log(3.0 / rho)), 0.0)
