@@ -132,10 +132,20 @@ class DaskRows:
         dask = _dask()
         combine = _add if combine is None else combine
         parts = [dask.delayed(fn, pure=True)(xb, yb, *args) for xb, yb in self.blocks]
-        while len(parts) > 1:
-            parts = [dask.delayed(combine, pure=True)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                     for i in range(0, len(parts), 2)]
+        while len(parts) > 1:  # a tree of fan-in _FAN_IN: few task hops, small partial sums
+            parts = [dask.delayed(_combine, pure=True)(combine, *parts[i:i + _FAN_IN]) if i + 1 < len(parts)
+                     else parts[i] for i in range(0, len(parts), _FAN_IN)]
         return _compute(parts[0])[0]
+
+
+#: partial sums combined per task in :meth:`DaskRows.reduce`
+_FAN_IN = 8
+
+
+def _combine(combine, first, *rest):
+    for part in rest:
+        first = combine(first, part)
+    return first
 
 
 def _add(a, b):
