@@ -414,7 +414,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
             A Dask collection is fitted where it lives: the private bounds'
             counts and the moments are Dask reductions, the noise is added
-            here (see :ref:`dask_input`).
+            here (see :doc:`/user_guide/dask`).
         y : None
         privacy_ledger : PrivacyLedger or None, default=None
             Charged before the data is read (or the active ``with ledger:``).

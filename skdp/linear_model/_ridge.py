@@ -318,7 +318,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             this process, where the noise is added (same privacy events and,
             for a seed, the same coefficients up to summation order as in
             memory). Solvers ``dp_gd``, ``output_pert`` and ``adassp`` only; see
-            :ref:`dask_input`.
+            :doc:`/user_guide/dask`.
         y : array-like or dask array/Series of shape (n_samples,)
         privacy_ledger : PrivacyLedger or None, default=None
             Charge this fit to the ledger before touching the data; raises
