@@ -100,6 +100,7 @@ class DaskRows:
     """
 
     def __init__(self, X, y=None, *, y_name="y"):
+        """``y_name=None``: no targets (a transformer's fit)."""
         dask = _dask()
         self.meta = getattr(X, "_meta", None) if hasattr(X, "columns") else None
         X = _as_array(X, "X", 2)
@@ -114,6 +115,8 @@ class DaskRows:
         if self.n == 0 or self.d == 0:
             raise ValueError(f"Found array with shape {X.shape}: at least one row and one feature are required.")
         xs = list(X.to_delayed().ravel())
+        if y is None and y_name is not None:
+            raise ValueError(f"{y_name} is required: the target y is None.")
         if y is None:
             self.y, ys = None, [None] * len(xs)
         else:
@@ -462,7 +465,7 @@ def fit_standard_scaler(scaler, X, privacy_ledger=None):
     if not math.isfinite(scaler.epsilon):
         raise ValueError(f"epsilon must be finite, got {scaler.epsilon!r}.")
     _refuse_none(scaler, "bounds")
-    rows = DaskRows(X)
+    rows = DaskRows(X, y_name=None)
     public = scaler._public_bounds(rows.d)
     charge(scaler, rows.X, privacy_ledger)
     _set_features(scaler, rows)

@@ -188,6 +188,7 @@ def test_unsupported_paths_are_refused_before_any_pass(passes):
         (DPRidge(label_bound=None), yr, "label_bound=None"),
         (DPStandardScaler(bounds=None), None, "bounds=None"),
         (DPLogisticRegression(), y[:-1], "one label per row"),
+        (DPRidge(), None, "y is required"),
     ]:
         with pytest.raises(ValueError, match=match):
             est.fit(dX, t)
