@@ -42,10 +42,10 @@ from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
-                                private_label_set_gaussian)
+                                private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -289,13 +289,29 @@ def fit_classes(estimator, y, rng=None, binary=False, why=""):
       (:class:`~skdp.PrivacyLeakWarning`) and voids the guarantee (``derived``).
     """
     check_classification_targets(y)
+    labels, counts = np.unique(y, return_counts=True)
+    selection = classes_from_counts(estimator, labels, counts, _num_samples(y), rng, binary, why)
+    if _is_auto(estimator.classes):
+        active = np.isin(y, selection.classes)
+        if not active.all():
+            selection = selection._replace(active=active)
+    return selection
+
+
+def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=False, why=""):
+    """:func:`fit_classes` from the sorted distinct labels of ``y`` and their counts (``active`` is ``None``).
+
+    The label counts are the only statistic of ``y`` the selection reads, so a
+    distributed fit adds them up block by block and calls this; ``n_samples``
+    is public. The caller marks the rows whose label was not selected.
+    """
     classes = check_class_set(estimator, binary, why)
     derived, active, events = False, None, []
     if _is_auto(estimator.classes):
         if rng is None:
             raise TypeError("fit_classes needs the fit's generator rng with classes='auto'.")
-        budget = class_selection_budget(estimator, _num_samples(y))
-        classes, events = private_label_set_gaussian(y, *budget, rng)
+        budget = class_selection_budget(estimator, n_samples)
+        classes, events = private_label_set_gaussian_from_counts(labels, counts, *budget, rng)
         if classes.size < 2:
             raise ValueError(
                 f"classes='auto' selected {classes.size} label(s) ({classes.tolist()!r}); a classifier needs "
@@ -309,12 +325,9 @@ def fit_classes(estimator, y, rng=None, binary=False, why=""):
             raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
                              f"classes='auto' selected {classes.size} "
                              f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
-        active = np.isin(y, classes)
-        if active.all():
-            active = None
     elif classes is None:
         derived = True
-        classes = np.unique(y)
+        classes = np.asarray(labels)
         if classes.size < 2:
             raise ValueError(
                 "This solver needs samples of at least 2 classes in the data, but the data "
@@ -325,7 +338,7 @@ def fit_classes(estimator, y, rng=None, binary=False, why=""):
                              f"got {classes.size} classes.")
         warn_derived("classes", classes.tolist())
     else:
-        unknown = np.setdiff1d(np.unique(y), classes)
+        unknown = np.setdiff1d(labels, classes)
         if unknown.size:
             raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
     estimator.classes_ = classes

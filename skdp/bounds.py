@@ -28,11 +28,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import PrivacyLeakWarning
-from .privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile
+from .privacy.quantile import (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, grid_counts, private_quantile,
+                               private_quantile_from_counts)
 
 __all__ = [
     "private_row_bound",
+    "augmented_row_bound",
     "private_label_range",
+    "label_range_from_counts",
     "private_clip_norm",
     "BoundedData",
     "BoundedDesign",
@@ -618,12 +621,20 @@ def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, 
     ``norms``: the row norms of ``X`` when the caller has them already.
     """
     value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng)
-    k_x = factor * value
+    return augmented_row_bound(value * factor, fit_intercept, intercept_scaling, intercept_fraction), event
+
+
+def augmented_row_bound(k_x, fit_intercept=True, intercept_scaling=None, intercept_fraction=0.5):
+    """The bound ``K`` on the augmented rows when the raw rows are clipped to ``k_x`` (post-processing).
+
+    The intercept column, when there is one, adds ``intercept_scaling`` (or the
+    share ``intercept_fraction`` of ``K``) in the norm.
+    """
     if not fit_intercept:
-        return k_x, event
+        return k_x
     if intercept_scaling is None:
-        return k_x / math.sqrt(1.0 - intercept_fraction**2), event
-    return math.sqrt(k_x**2 + float(intercept_scaling) ** 2), event
+        return k_x / math.sqrt(1.0 - intercept_fraction**2)
+    return math.sqrt(k_x**2 + float(intercept_scaling) ** 2)
 
 
 def private_label_range(y, epsilon, rng, *, width=3.0):
@@ -632,8 +643,26 @@ def private_label_range(y, epsilon, rng, *, width=3.0):
     Two selections at ``epsilon`` each: the median on a signed grid, then the
     median absolute deviation from it on a norm grid.
     """
-    centre, ev1 = private_quantile(y, 0.5, epsilon, rng, DEFAULT_SIGNED_GRID)
-    spread, ev2 = private_quantile(np.abs(y - centre), 0.5, epsilon, rng, DEFAULT_NORM_GRID)
+    y = np.asarray(y, dtype=float)
+
+    def counts(grid, centre=None):
+        return grid_counts(y if centre is None else np.abs(y - centre), grid)
+
+    return label_range_from_counts(counts, y.size, epsilon, rng, width=width)
+
+
+def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0):
+    """:func:`private_label_range` from grid counts of the labels.
+
+    ``counts(grid, centre)`` returns ``#{i : y_i <= c}`` for every ``c`` of
+    ``grid`` (``centre=None``), or ``#{i : |y_i - centre| <= c}``: sums over
+    rows, which a distributed fit adds up block by block; the second is asked
+    for only after the centre is released. ``n_samples`` is public.
+    """
+    centre, ev1 = private_quantile_from_counts(counts(DEFAULT_SIGNED_GRID, None), n_samples, 0.5, epsilon, rng,
+                                               DEFAULT_SIGNED_GRID)
+    spread, ev2 = private_quantile_from_counts(counts(DEFAULT_NORM_GRID, centre), n_samples, 0.5, epsilon, rng,
+                                               DEFAULT_NORM_GRID)
     half = width * spread
     return (centre - half, centre + half), [ev1, ev2]
 

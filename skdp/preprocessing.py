@@ -13,7 +13,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._random import shared_sources
 from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
 from .exceptions import PrivacyLeakWarning
-from . import diagnostics
+from . import _dask, diagnostics
+from ._dask import is_dask_collection
 from ._random import fit_randomness
 from ._release import _caller_stacklevel, charge, release
 from .privacy import (
@@ -81,6 +82,20 @@ def _charge_and_bound(scaler, X, privacy_ledger, **plan_kwargs):
         stacklevel=3,
     )
     return X, lo, np.where(hi > lo, hi, lo + 1.0), True
+
+
+def _unit_box(X, lo, hi):
+    """Every feature clipped to its bounds and mapped to ``[-1/2, 1/2]``."""
+    return (np.clip(X, lo, hi) - lo) / (hi - lo) - 0.5
+
+
+def _clip_unit_rows(U, radius, norms=None):
+    """Rows of ``U`` scaled down to L2 norm ``radius`` (``None``: unchanged; ``U`` may be modified)."""
+    if radius is None:
+        return U
+    norms = np.linalg.norm(U, axis=1) if norms is None else norms
+    U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
+    return U
 
 
 def _planned_features(scaler, n_features):
@@ -424,7 +439,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask array or dask DataFrame of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: the private bounds'
+            counts and the moments are Dask reductions, the noise is added
+            here (see :doc:`/user_guide/dask`).
         y : None
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
@@ -438,6 +456,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
+        if is_dask_collection(X):
+            _dask.refuse_unsupported(self, sample_weight)
+            return _dask.fit_standard_scaler(self, X, privacy_ledger)
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         check_weight_params(self)
@@ -455,8 +476,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             self.quantile_ = _warn_unlocated(self, n, eps0)
             lo, hi, event = private_feature_ranges(X, self.quantile_, eps0, rng)
             events.append(event)
-        r = hi - lo
-        U = (np.clip(X, lo, hi) - lo) / r - 0.5  # each feature in [-1/2, 1/2]
+        U = _unit_box(X, lo, hi)
         diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
         radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
         if isinstance(self.clip_norm, str):
@@ -466,21 +486,34 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             radius = float(self.clip_norm)
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
-        if radius is not None:
-            U *= np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))[:, None]
+        U = _clip_unit_rows(U, radius, norms)
+        if weighted:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the total weight / n
+            return self._release_moments(n, d, lo, hi, weights @ U / n, weights @ U**2 / n, radius, events, rng,
+                                         derived, eps0, total=weights.sum() / n)
+        return self._release_moments(n, d, lo, hi, U.mean(axis=0), np.mean(U**2, axis=0), radius, events, rng,
+                                     derived, eps0)
+
+    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, total=None):
+        """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``), set
+        the fitted attributes and price the fit. ``events`` are the private selections made before.
+
+        ``total`` (weighted fits): the total weight over ``n``, released with the first moments and divided
+        out (``u_mean``, ``u_second`` are then the weighted sums over ``n``).
+        """
+        r = hi - lo
+        weighted = total is not None
         sens = self._sensitivities(d, n, radius, weight_bound(self) if weighted else None)
         release_events, scales = self._events(sens, d)
         events = events + release_events
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
         if weighted:
-            # (1/n) sum w_i (u_i, 1/2) and (1/n) sum w_i u_i^2, divided by the noisy total weight
-            first = np.append(weights @ U, 0.5 * weights.sum()) / n + draw(rng, scales[0], d + 1)
+            first = np.append(u_mean, 0.5 * total) + draw(rng, scales[0], d + 1)
             total = max(2.0 * first[d], 1.0 / n)
             umean = np.clip(first[:d] / total, -0.5, 0.5)
-            usecond = ((weights @ U**2) / n + draw(rng, scales[1], d)) / total
+            usecond = (u_second + draw(rng, scales[1], d)) / total
         else:
-            umean = np.clip(U.mean(axis=0) + draw(rng, scales[0], d), -0.5, 0.5)
-            usecond = np.mean(U**2, axis=0) + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
+            umean = np.clip(u_mean + draw(rng, scales[0], d), -0.5, 0.5)
+            usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up.
         floor = max(1e-4, 2.0 * float(scales[1]))

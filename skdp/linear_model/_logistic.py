@@ -10,6 +10,8 @@ from sklearn.utils.validation import validate_data
 
 from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
+from .. import _dask
+from .._dask import is_dask_collection
 from .._random import fit_randomness
 from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
@@ -334,7 +336,13 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array, dask DataFrame} of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: every pass over the
+            rows is a Dask reduction and only the reduced statistic reaches
+            this process, where the noise is added (same privacy events and,
+            for a seed, the same coefficients up to summation order as in
+            memory). Solvers ``dp_gd``, ``output_pert`` only; see
+            :doc:`/user_guide/dask`.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
@@ -352,6 +360,9 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         -------
         self : object
         """
+        if is_dask_collection(X):
+            _dask.refuse_unsupported(self, sample_weight)
+            return _dask.fit_logistic(self, X, y, privacy_ledger)
         self._check_privacy_params()
         classes = check_class_set(self)
         if classes is not None:

@@ -13,6 +13,8 @@ from ..bounds import bound_labels, check_label_bound, private_label_range, publi
 from ..losses import SquaredLoss
 from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
+from .. import _dask
+from .._dask import is_dask_collection
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge
 from .._weights import row_weights
@@ -435,7 +437,13 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array, dask DataFrame} of shape (n_samples, n_features)
+            A Dask collection is fitted where it lives: every pass over the
+            rows is a Dask reduction and only the reduced statistic reaches
+            this process, where the noise is added (same privacy events and,
+            for a seed, the same coefficients up to summation order as in
+            memory). Solvers ``dp_gd``, ``output_pert`` and ``adassp`` only; see
+            :doc:`/user_guide/dask`.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Several targets are fitted jointly, as one release (see the class
             docstring); ``n_targets`` is public, like ``n_samples``.
@@ -455,6 +463,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         -------
         self : object
         """
+        if is_dask_collection(X):
+            _dask.refuse_unsupported(self, sample_weight, y)
+            return _dask.fit_ridge(self, X, y, privacy_ledger)
         self._check_privacy_params()
         solver = self._resolve_solver("squared")
         # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
@@ -499,11 +510,23 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             pre_events=pre_events,
             sample_weight=row_weights(self, sample_weight, X),
         )
-        expected = (X.shape[1] + int(self.fit_intercept),) + (() if k == 1 else (k,))
-        if np.shape(coef) != expected:  # a solver that took a (n, k) y for one target must not pass silently
-            raise RuntimeError(f"solver {solver.name!r} returned coefficients of shape {np.shape(coef)} for "
-                               f"{k} target(s); expected {expected}.")
-        coef_, intercept_ = self._split_coef(coef * bound)
+        return self._set_fitted(coef, centre, bound, M, sum(c[3] for c in columns),
+                                solver=solver, n_features=X.shape[1])
+
+    def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None):
+        """Fitted attributes from the solver's coefficients in units of the label ``bound`` (in memory and Dask).
+
+        ``centre``, ``bound`` (and ``coef_norm`` unless ``None``): one value per target, or a number for one.
+        """
+        centre, bound = np.atleast_1d(centre).astype(float), np.atleast_1d(bound).astype(float)
+        M = None if coef_norm is None else np.atleast_1d(coef_norm).astype(float)
+        k = bound.size
+        if n_features is not None:
+            expected = (n_features + int(self.fit_intercept),) + (() if k == 1 else (k,))
+            if np.shape(coef) != expected:  # a solver that took a (n, k) y for one target must not pass silently
+                raise RuntimeError(f"solver {solver.name!r} returned coefficients of shape {np.shape(coef)} for "
+                                   f"{k} target(s); expected {expected}.")
+        coef_, intercept_ = self._split_coef(coef * (bound if k > 1 else bound[0]))
         intercept_ = intercept_ + centre
         if self._n_targets is None:
             self.coef_, self.intercept_ = coef_.ravel(), float(intercept_[0])
@@ -516,7 +539,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             self.intercept_ = intercept_ if self.fit_intercept else 0.0
             self.label_bound_ = np.column_stack([centre - bound, centre + bound])
             self.coef_norm_ = M
-        diagnostics.record(self, n_labels_clipped=int(sum(c[3] for c in columns)))
+        diagnostics.record(self, n_labels_clipped=int(n_labels_clipped))
+        return self
         return self
 
     def __sklearn_tags__(self):

@@ -60,9 +60,9 @@ from scipy import stats
 from .events import ApproxDPEvent, GaussianEvent
 from .mechanisms import gaussian_noise, laplace_noise
 
-__all__ = ["private_label_set", "label_set_threshold", "label_set_delta", "laplace_keep_probability",
-           "gaussian_label_set_threshold", "gaussian_keep_probability", "gaussian_label_set_events",
-           "private_label_set_gaussian"]
+__all__ = ["private_label_set", "private_label_set_from_counts", "label_set_threshold", "label_set_delta",
+           "laplace_keep_probability", "gaussian_label_set_threshold", "gaussian_keep_probability",
+           "gaussian_label_set_events", "private_label_set_gaussian", "private_label_set_gaussian_from_counts"]
 
 
 def label_set_threshold(epsilon, delta):
@@ -170,8 +170,20 @@ def private_label_set(y, epsilon, delta, rng):
     >>> labels.tolist(), event
     (['cat', 'dog'], ApproxDPEvent(epsilon=1.0, delta=1e-05, count=1))
     """
-    b, tau = label_set_threshold(epsilon, delta)
     labels, counts = np.unique(np.asarray(y), return_counts=True)
+    return private_label_set_from_counts(labels, counts, epsilon, delta, rng)
+
+
+def private_label_set_from_counts(labels, counts, epsilon, delta, rng):
+    """:func:`private_label_set` from the sorted distinct labels of ``y`` and their counts.
+
+    ``labels`` must be sorted and hold only labels that occur (``counts > 0``),
+    as ``np.unique(y, return_counts=True)`` gives them: the counts are sums
+    over rows, so a distributed fit adds up the counts of its row blocks and
+    runs this one mechanism on the total. Returns ``(kept labels, event)``.
+    """
+    b, tau = label_set_threshold(epsilon, delta)
+    labels, counts = np.asarray(labels), np.asarray(counts)
     noisy = counts + laplace_noise(rng, b, labels.size)
     return labels[noisy > tau], ApproxDPEvent(float(epsilon), float(delta))
 
@@ -244,7 +256,18 @@ def private_label_set_gaussian(y, sigma, delta, rng):
     >>> labels.tolist()
     ['cat', 'dog']
     """
-    tau = gaussian_label_set_threshold(sigma, delta)
     labels, counts = np.unique(np.asarray(y), return_counts=True)
+    return private_label_set_gaussian_from_counts(labels, counts, sigma, delta, rng)
+
+
+def private_label_set_gaussian_from_counts(labels, counts, sigma, delta, rng):
+    """:func:`private_label_set_gaussian` from the sorted distinct labels of ``y`` and their counts.
+
+    As :func:`private_label_set_from_counts`: a distributed fit adds up the
+    counts of its row blocks and runs this one mechanism on the total.
+    Returns ``(kept labels, events)``.
+    """
+    tau = gaussian_label_set_threshold(sigma, delta)
+    labels, counts = np.asarray(labels), np.asarray(counts)
     noisy = counts + gaussian_noise(rng, sigma, labels.size)
     return labels[noisy > tau], gaussian_label_set_events(sigma, delta)

@@ -23,7 +23,8 @@ from .accounting import gumbel_scale
 from .events import BoundedRangeEvent
 from .mechanisms import report_noisy_max
 
-__all__ = ["private_quantile", "private_feature_ranges", "quantile_scores", "range_quantile_level",
+__all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_ranges",
+           "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "range_quantile_level",
            "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID"]
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
@@ -78,11 +79,37 @@ def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
     event : BoundedRangeEvent
     """
     values = np.asarray(values, dtype=float)
+    return private_quantile_from_counts(grid_counts(values, grid), values.size, q, epsilon, rng, grid)
+
+
+def grid_counts(values, grid, side="right"):
+    """``#{i : v_i <= c}`` (``side="right"``) or ``#{i : v_i < c}`` (``"left"``) for every candidate ``c``.
+
+    The only statistic of the data the grid quantiles read: counts are sums
+    over rows, so the counts of row blocks add up to the counts of the whole
+    (a distributed fit computes them block by block). ``values`` of shape
+    ``(n,)`` gives ``(grid.size,)``; ``(n, d)`` gives ``(d, grid.size)``, one row of
+    counts per column.
+    """
+    values = np.asarray(values, dtype=float)
     grid = np.asarray(grid, dtype=float)
-    counts = _counts_at_most(values, grid)
-    scores = -np.abs(counts - q * values.size)
+    if values.ndim == 1:
+        if side == "right":
+            return _counts_at_most(values, grid)
+        return np.searchsorted(np.sort(values), grid, side=side)
+    Xs = np.sort(values, axis=0)
+    return np.stack([np.searchsorted(Xs[:, j], grid, side=side) for j in range(values.shape[1])])
+
+
+def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
+    """:func:`private_quantile` from the counts ``#{i : v_i <= c}`` of the candidates (:func:`grid_counts`).
+
+    ``n`` is the public number of rows. The score is ``-|count(c) - q n|``
+    (replace-one sensitivity 1) and the pick is ``argmax(score + Gumbel(2 / epsilon))``.
+    """
+    scores = -np.abs(np.asarray(counts) - q * int(n))
     idx = report_noisy_max(rng, scores, gumbel_scale(1.0, epsilon))
-    return float(grid[idx]), BoundedRangeEvent(float(epsilon))
+    return float(np.asarray(grid, dtype=float)[idx]), BoundedRangeEvent(float(epsilon))
 
 
 def _counts_at_most(values, grid):
@@ -158,16 +185,23 @@ def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
         raise ValueError("X must be finite for private_feature_ranges.")
     if not 0.0 < q < 0.5:
         raise ValueError(f"q must be in (0, 0.5), got {q!r}.")
+    return private_feature_ranges_from_counts(grid_counts(X, grid, side="left"), X.shape[0], q, epsilon, rng, grid)
+
+
+def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
+    """:func:`private_feature_ranges` from the counts ``L(c) = #{x_ij < c}`` of every column.
+
+    ``counts`` has shape ``(n_features, grid.size)`` (:func:`grid_counts` with
+    ``side="left"``); ``n`` is the public number of rows.
+    """
+    counts = np.asarray(counts)
     grid = np.asarray(grid, dtype=float)
     scale = gumbel_scale(1.0, epsilon)
-    d = X.shape[1]
-    Xs = np.sort(X, axis=0)  # one sort of every column (a copy: the caller's array is not touched)
+    d = counts.shape[0]
     lo_idx, hi_idx = np.empty(d, dtype=np.intp), np.empty(d, dtype=np.intp)
     for j in range(d):
-        counts = np.searchsorted(Xs[:, j], grid, side="left")
-        n = Xs.shape[0]
-        lo_idx[j] = report_noisy_max(rng, -np.abs(counts - q * n), scale)
-        hi_idx[j] = report_noisy_max(rng, -np.abs(counts - (1.0 - q) * n), scale)
+        lo_idx[j] = report_noisy_max(rng, -np.abs(counts[j] - q * n), scale)
+        hi_idx[j] = report_noisy_max(rng, -np.abs(counts[j] - (1.0 - q) * n), scale)
     a, b = np.minimum(lo_idx, hi_idx), np.maximum(lo_idx, hi_idx)
     tied = a == b
     a = np.where(tied, np.maximum(a - 1, 0), a)

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
@@ -280,6 +281,25 @@ class Problem:
             G = np.asarray(Xb.T @ derivative(np.asarray(Xb @ W), rows))
         G = G / (_batch_size(rows) if n_total is None else n_total)
         return G[:, 0], G[:, 1]
+
+    def gram(self):
+        """``(X^T W X, X^T W y)`` of the bounded data as dense float arrays (``W`` the row weights, if any).
+
+        The squared loss's sufficient statistics; ``X^T W y`` is ``(p,)``, or
+        ``(p, k)`` for ``k`` targets. A lazy design gives both in one pass.
+        """
+        X, y, p = self.X, np.asarray(self.y, dtype=float), self.p
+        if hasattr(X, "gram"):  # a lazy design: X^T W X and X^T W y in one pass over the rows
+            G = X.gram(weights=self.sample_weight, extra=y)
+            return G[:p, :p], (G[:p, p] if y.ndim == 1 else G[:p, p:])
+        Xw = X
+        if self.sample_weight is not None:
+            Xw = (sparse.csr_matrix(sparse.diags(self.sample_weight) @ X) if sparse.issparse(X)
+                  else X * self.sample_weight[:, None])
+        XtX = Xw.T @ X
+        XtX = XtX.toarray() if sparse.issparse(XtX) else np.asarray(XtX, dtype=float)
+        Xty = np.asarray(Xw.T @ y, dtype=float)
+        return XtX, (Xty.ravel() if y.ndim == 1 else Xty.reshape(p, y.shape[1]))
 
     def objective(self, coef):
         Z = self.X @ coef

@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..privacy import GaussianEvent, calibrate_gaussian, gaussian_noise
 from ._base import Solver, SolverPlan, SolverResult, register, report_phase, report_rows, unit_interval_option
@@ -91,21 +90,10 @@ class AdaSSP(Solver):
         return SolverPlan(events, sigmas[1], {"sigmas": sigmas, "rho": rho})
 
     def run(self, problem, plan, rng):
-        X, y, n, p = problem.X, np.asarray(problem.y, dtype=float), problem.n, problem.p
+        n, p = problem.n, problem.p
         s_min, s_xx, s_xy = plan.settings["sigmas"]
         rho = plan.settings["rho"]
-        if hasattr(X, "gram"):  # a lazy design: X^T W X and X^T W y in one pass over the rows
-            G = X.gram(weights=problem.sample_weight, extra=y)
-            XtX, Xty = G[:p, :p], (G[:p, p] if y.ndim == 1 else G[:p, p:])
-        else:
-            Xw = X
-            if problem.sample_weight is not None:  # X^T W X and X^T W y
-                Xw = (sp.csr_matrix(sp.diags(problem.sample_weight) @ X) if sp.issparse(X)
-                      else X * problem.sample_weight[:, None])
-            XtX = Xw.T @ X
-            XtX = XtX.toarray() if sp.issparse(XtX) else np.asarray(XtX, dtype=float)
-            Xty = np.asarray(Xw.T @ y, dtype=float)
-            Xty = Xty.ravel() if y.ndim == 1 else Xty.reshape(p, y.shape[1])
+        XtX, Xty = problem.gram()
         report_rows(problem, n)
         report_phase(problem, "sufficient statistics X^T X, X^T y")
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
