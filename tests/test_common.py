@@ -96,7 +96,9 @@ def test_every_public_estimator_with_a_solver_is_checked():
 def _expected_failures(estimator):
     """sklearn's exact weight-equivalence checks (see ``tests/_helpers.py``), and for ``dp_svrg_pp`` the
     class-weight check, which sets ``max_iter=1000``: 1000 doubling epochs, refused (at most 20)."""
-    failures = dict(WEIGHT_EQUIVALENCE_CHECKS)
+    # dp_fw_l1 passes them: on the check's small problem its vertex choices (the only randomness that
+    # matters) coincide with and without repeated rows, so they are not expected failures there
+    failures = {} if getattr(estimator, "solver", None) == "dp_fw_l1" else dict(WEIGHT_EQUIVALENCE_CHECKS)
     if getattr(estimator, "solver", None) == "dp_svrg_pp" and "class_weight" in estimator.get_params():
         failures["check_class_weight_classifiers"] = ("the check sets max_iter=1000; dp_svrg_pp doubles its "
                                                       "inner steps every epoch and refuses more than 20")
