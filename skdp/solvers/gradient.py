@@ -184,7 +184,9 @@ class DPGradientDescent(Solver):
         (defaults otherwise): 2% (breast_cancer) to 5% (digits) more noise than the
         exact Gaussian-DP calibration, and the exact sampler (pure Python, about
         0.3 ms per coordinate) makes the fit 4 (breast_cancer) to 12 (digits)
-        times slower, which is why it is an option.
+        times slower, which is why it is an option. It covers the solver's
+        gradient releases only: the private bound and label-set selections
+        made before the solver still draw floating-point noise.
         """
         if budget.delta == 0:
             raise ValueError("solver_options['secure_noise'] needs delta > 0 (it uses the discrete Gaussian).")
