@@ -512,6 +512,17 @@ def _solver_cases(epsilon, delta):
     return cases
 
 
+def _audited_solvers(cases, solvers):
+    """The solver names to audit (every registered one when ``solvers`` is ``None``), each with a setting."""
+    from .solvers import SOLVERS
+
+    names = sorted(SOLVERS) if solvers is None else list(solvers)
+    missing = [s for s in names if s not in cases]
+    if missing:
+        raise ValueError(f"No audit setting for solver(s) {missing}; known: {sorted(cases)}.")
+    return names
+
+
 def audit_solvers(epsilon=2.0, delta=1e-5, *, n_fits=2000, solvers=None, noise_multiplier=1.0, n_jobs=None,
                   random_state=0, verbose=0):
     """Audit every registered solver (or ``solvers``) in its worst-case canary setting.
@@ -519,15 +530,9 @@ def audit_solvers(epsilon=2.0, delta=1e-5, *, n_fits=2000, solvers=None, noise_m
     Returns a list of :class:`AuditResult` in the order of :func:`skdp.list_solvers`.
     Run it with ``noise_multiplier=0.25`` for the positive control.
     """
-    from .solvers import SOLVERS
-
     cases = _solver_cases(epsilon, delta)
-    names = sorted(SOLVERS) if solvers is None else list(solvers)
-    missing = [s for s in names if s not in cases]
-    if missing:
-        raise ValueError(f"No audit setting for solver(s) {missing}; known: {sorted(cases)}.")
     results = []
-    for name in names:
+    for name in _audited_solvers(cases, solvers):
         est, (X, y) = cases[name]
         results.append(audit(est, X, y, n_fits=n_fits, canary_norm=1.0, noise_multiplier=noise_multiplier,
                              n_jobs=n_jobs, random_state=random_state, verbose=verbose))
@@ -986,15 +991,9 @@ def audit_solvers_events(epsilon=2.0, delta=1e-5, *, n_fits=20, solvers=None, no
     event-level audit needs another (see ``_event_cases``). Returns a list of
     :class:`EventAuditResult` in the order of :func:`skdp.list_solvers`.
     """
-    from .solvers import SOLVERS
-
     cases = _event_cases(epsilon, delta)
-    names = sorted(SOLVERS) if solvers is None else list(solvers)
-    missing = [s for s in names if s not in cases]
-    if missing:
-        raise ValueError(f"No audit setting for solver(s) {missing}; known: {sorted(cases)}.")
     results = []
-    for name in names:
+    for name in _audited_solvers(cases, solvers):
         est, kwargs = cases[name]
         results.append(audit_events(est, **kwargs, n_fits=n_fits, noise_multiplier=noise_multiplier,
                                     confidence=confidence, random_state=random_state))

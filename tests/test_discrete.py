@@ -180,3 +180,13 @@ def test_dp_gd_secure_noise_mode():
     assert clf.score(X, y) > 0.9 and plain.noise_scale_ < clf.noise_scale_ < 1.3 * plain.noise_scale_
     with pytest.raises(ValueError, match="secure_noise"):  # a solver without the option refuses it
         DPLogisticRegression(1.0, solver="noisy_sgd", solver_options={"secure_noise": True}, **kw).fit(X, y)
+
+
+def test_secure_dp_gd_audit():
+    """Neighbouring worlds on the released model: within the claim, and a quarter of the noise is caught."""
+    est = DPLogisticRegression(2.0, solver="dp_gd", data_norm=1.0, classes=[0, 1], max_iter=5, fit_intercept=False,
+                               solver_options={"secure_noise": True})
+    X0, y0 = np.zeros((40, 2)), np.zeros(40, dtype=int)
+    assert audit(est, X0, y0, n_fits=200, canary_norm=1.0).passed
+    control = audit(est, X0, y0, n_fits=200, canary_norm=1.0, noise_multiplier=0.25)
+    assert control.mu_lower_bound > control.claimed_mu, control
