@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk as _syrk
 
 from .exceptions import PrivacyLeakWarning
 from .privacy.quantile import (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, grid_counts, private_quantile,
@@ -270,14 +271,17 @@ class BoundedDesign:
         """
         e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
         p = self.shape[1]
-        out = np.zeros((p + e, p + e))
+        out = np.zeros((p + e, p + e), order="F")
         buf = np.empty((min(self._block, self.shape[0]), p + e))
         for rows in self._blocks():
             B = self._fill(buf[: rows.stop - rows.start], rows)
             if e:
                 B[:, p:] = extra[rows] if e > 1 or np.ndim(extra) == 2 else extra[rows][:, None]
-            out += B.T @ (B if weights is None else B * weights[rows][:, None])
-        return out
+            if weights is not None:  # B^T diag(w) B = (sqrt(w) B)^T (sqrt(w) B), the weights being >= 0
+                B *= np.sqrt(weights[rows])[:, None]
+            # the upper triangle of B^T B by BLAS syrk (half the flops of a product), accumulated in place
+            out = _syrk(1.0, B, beta=1.0, c=out, trans=1, lower=0, overwrite_c=1)
+        return np.triu(out) + np.triu(out, 1).T
 
 
 class _TransposedBoundedDesign:
@@ -431,10 +435,11 @@ def _rows_out_of_range(X, bound):
     return int(np.count_nonzero((X.max(axis=1) > bound) | (X.min(axis=1) < -bound)))
 
 
-def clip_features(X, bound, intercept=None):
+def clip_features(X, bound, intercept=None, count=True):
     """Clip every entry to ``[-bound, bound]`` (an L-infinity row bound, as the sparse solvers use).
 
-    Returns the clipped float64 copy and the number of rows touched. The
+    Returns the clipped float64 copy and the number of rows touched (``None``
+    with ``count=False``, which saves two passes over dense input). The
     caller's array is never modified; CSR input stays CSR (zeros are in range).
     With ``intercept`` set, a constant column of that value is appended in the
     same pass (dense input: one allocation, no second copy).
@@ -448,7 +453,7 @@ def clip_features(X, bound, intercept=None):
             Xc = append_intercept_column(Xc, intercept)
         return Xc, int(rows.size)
     X = np.asarray(X)
-    n_rows = _rows_out_of_range(X, bound)
+    n_rows = _rows_out_of_range(X, bound) if count else None
     d = X.shape[1]
     out = np.empty((X.shape[0], d + (intercept is not None)), dtype=np.float64)
     np.clip(X, -bound, bound, out=out[:, :d], dtype=np.float64)  # compared in float64 (float32 input)

@@ -46,8 +46,8 @@ def test_noisy_regime_schedule_matches_an_independent_computation(n, p, loss, ep
 def test_small_noise_keeps_fista_and_max_iter_overrides():
     loss = LogisticLoss()
     plan = get_solver("dp_gd").make_plan(_problem(200_000, 11, loss), PrivacyBudget(5.0, 1e-5))
-    # FISTA with the private curvature release (30 steps of 1 / L); without it, 100 steps of 1.9 / beta
-    assert plan.settings["T"] == 30 and plan.settings["clip"] is None and plan.settings["accelerate"]
+    # FISTA with the private curvature release (24 steps of 1.3 / L); without it, 100 steps of 1.9 / beta
+    assert plan.settings["T"] == 24 and plan.settings["clip"] is None and plan.settings["accelerate"]
     assert plan.settings["curvature"] > 0 and len(plan.events) == 2
     plan = get_solver("dp_gd").make_plan(_problem(200_000, 11, loss, options={"curvature": False}),
                                          PrivacyBudget(5.0, 1e-5))

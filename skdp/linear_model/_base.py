@@ -371,7 +371,7 @@ class DPLinearModel(BaseEstimator):
             radius = self._feature_clip_radius(
                 raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), X.shape[1])
             if radius is not None:
-                X = clip_features(X, radius)[0]  # winsorise every feature
+                X = clip_features(X, radius, count=False)[0]  # winsorise every feature
                 norms = row_norms(X)
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction, norms=norms,
                                  lazy=True)

@@ -48,7 +48,7 @@ class DPGradientDescent(Solver):
     source = 'Wang, Ye, Xu 2017, Alg. 4'
     defaults = ('T = min(40, max(2, ceil(n eps / c))); logistic losses: gradients clipped at half their bound at 0, '
                 'horizon n mu / (p k)^(1/4) in max(10, ceil(H / 8)) steps (once 100 steps\' noise is < 0.05 G: '
-                '30 FISTA steps of 1 / L, L from a private lambda_max(X^T X)); w_0 = 0, last iterate')
+                '24 FISTA steps of 1.3 / L, L from a private lambda_max(X^T X)); w_0 = 0, last iterate')
     card = "Alg. 4 with replace-one sensitivity 2G/n and the exact Gaussian-DP calibration of the T releases"
     reference = "doc/papers/seed000.rst"
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
@@ -135,11 +135,11 @@ class DPGradientDescent(Solver):
           the fit approaches the non-private optimum as ``n epsilon`` grows
           (digits at epsilon = 100: 0.894 with 40 plain steps, 0.954 with 100
           FISTA steps). For the logistic losses with at most 256 columns,
-          30 FISTA steps of size ``1 / L`` instead, ``L`` from a private
+          24 FISTA steps of size ``1.3 / L`` instead, ``L`` from a private
           release of the data's largest curvature (:meth:`curvature_plan`):
-          the same accuracy (10 seeds at epsilon = 100: digits 0.956 against
-          0.956, breast_cancer 0.975 against 0.977; a correlated 200k x 50
-          design 0.921 against 0.920) in a third of the passes.
+          the same accuracy (20 seeds at epsilon = 100: digits 0.956 against
+          0.954, breast_cancer 0.977 against 0.973; a correlated 200k x 50
+          design 0.919 against 0.920) in a quarter of the passes.
         * Logistic / multinomial losses with more noise than that: the
           per-example gradients are clipped at half their bound at ``w = 0``
           (``0.25 K`` logistic, ``0.5 K sqrt(1 - 1/k)`` multinomial; the
@@ -178,7 +178,7 @@ class DPGradientDescent(Solver):
 
     #: the FISTA regime with a private curvature estimate: its steps, step factor (in units of ``1 / L``),
     #: share of the solver's GDP ``mu^2`` and the most columns for which ``X^T X`` is formed
-    _CURVATURE_STEPS, _CURVATURE_STEP_FACTOR, _CURVATURE_SHARE, _CURVATURE_MAX_P = 30, 1.0, 0.01, 256
+    _CURVATURE_STEPS, _CURVATURE_STEP_FACTOR, _CURVATURE_SHARE, _CURVATURE_MAX_P = 24, 1.3, 0.01, 256
 
     def uses_curvature(self, problem, budget):
         """Whether the fit releases the curvature of the data (see :meth:`curvature_plan`); public quantities only.
@@ -216,11 +216,15 @@ class DPGradientDescent(Solver):
 
         The curvature release takes ``_CURVATURE_SHARE`` (1%) of ``mu^2``, so
         each gradient's noise grows by 0.5%. Its value sets the step size (post-processing):
-        ``1 / L`` with ``L = c (lambda + 3 s) / n``, ``c`` the loss's curvature
-        constant, ``s`` the release's noise std (a public margin), at most the
+        ``1.3 / L`` with ``L = c (lambda + 3 s) / n``, ``c`` the loss's curvature
+        constant, ``s`` the release's noise std (a public margin), ``L`` at most the
         worst-case smoothness ``c K^2``. The worst case assumes every row could
         have norm ``K`` in one direction; on data spread over many directions
-        the step is up to ``p`` times longer, so 30 FISTA steps replace 100.
+        the step is up to ``p`` times longer, so 24 FISTA steps replace 100.
+        FISTA stays stable for steps below ``4 / (3 L)``: on a quadratic of
+        curvature ``L`` the late, full-momentum error recursion
+        ``e' = (1 - cL)(2e - e_old)`` has both roots inside the unit circle iff
+        ``cL < 4/3``; hence the factor 1.3.
         """
         sens = self.sensitivity(problem)
         share = self._CURVATURE_SHARE
