@@ -91,6 +91,9 @@ CASES = [
      ["coef_", "intercept_"]),
     (lambda: DPLogisticRegression(data_norm=4.0, classes=[0, 1], max_iter=10, random_state=3), "y",
      lambda m: 1 + m.n_iter_, ["coef_", "intercept_"]),
+    # dp_gd's private curvature release: one more pass (X^T X), then the steps
+    (lambda: DPLogisticRegression(epsilon=5.0, max_iter=10, solver_options={"curvature": True}, random_state=3),
+     "y", lambda m: 2 + m.n_iter_, ["coef_", "intercept_"]),
     (lambda: DPRidge(random_state=3), "yr", lambda m: 3, ["coef_", "intercept_", "label_bound_"]),
     (lambda: DPRidge(solver="dp_gd", max_iter=15, random_state=3), "yr", lambda m: 2 + m.n_iter_,
      ["coef_", "intercept_", "label_bound_"]),
