@@ -295,7 +295,7 @@ def _bounded_pass(xb, yb, dtype, bounding, targets, fn, *args):
     radius, bounding = bounding
     block = _block(xb, dtype)
     if radius is not None:
-        block = clip_features(block, radius)[0]
+        block = clip_features(block, radius, count=False)[0]
     bounded = bound_features(block, *bounding)
     encoded = targets(yb)
     y_enc, active = encoded[0], encoded[1]

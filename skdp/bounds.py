@@ -44,6 +44,7 @@ __all__ = [
     "bound_labels",
     "public_label_range",
     "row_norms",
+    "clipped_row_norms",
     "append_intercept_column",
     "clip_features",
     "CoordinateClippedDesign",
@@ -54,11 +55,26 @@ __all__ = [
 ]
 
 
+#: rows per block of the blockwise passes over a dense design
+BLOCK_ROWS = 4096
+
+
 def row_norms(X):
     """L2 norm of every row of a dense array or sparse matrix, in ``float64`` (also for ``float32`` input)."""
     if sp.issparse(X):
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+def clipped_row_norms(X, bound, block=BLOCK_ROWS):
+    """:func:`row_norms` of ``clip(X, -bound, bound)`` without a copy of dense ``X`` (by blocks of rows)."""
+    if sp.issparse(X):
+        return row_norms(clip_features(X, bound, count=False)[0])
+    out = np.empty(X.shape[0])
+    for lo in range(0, X.shape[0], block):
+        B = np.clip(X[lo: lo + block], -bound, bound, dtype=np.float64)
+        out[lo: lo + block] = np.sqrt(np.einsum("ij,ij->i", B, B))
+    return out
 
 
 def _scale_rows(X, factors):
@@ -107,12 +123,14 @@ class BoundedDesign:
     """
 
     #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
-    _block = 4096
+    _block = BLOCK_ROWS
     #: mini-batches up to this many rows are materialised (augmented) before the products: fewer calls
     _small_batch = 512
 
-    def __init__(self, X, factors=None, intercept=None):
+    def __init__(self, X, factors=None, intercept=None, feature_clip=None):
         self._X = X
+        #: every raw entry is winsorised to ``[-feature_clip, feature_clip]`` first (``None``: not at all)
+        self._clip = None if feature_clip is None else float(feature_clip)
         self._f = None if factors is None else np.asarray(factors, dtype=np.float64)
         self._c = intercept  # None (no column), a float (constant column) or an (n,) array
         self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
@@ -129,7 +147,7 @@ class BoundedDesign:
         Only ``X[rows]`` is copied (no augmented array is built): products with
         it are those of ``A[rows]``, as for the whole design.
         """
-        return BoundedDesign(self._X[rows], *self._row_terms(rows))
+        return BoundedDesign(self._X[rows], *self._row_terms(rows), feature_clip=self._clip)
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -144,12 +162,14 @@ class BoundedDesign:
         c = self._c
         if c is not None:
             c = np.where(keep, c, 0.0)
-        return BoundedDesign(self._X, f, c)
+        return BoundedDesign(self._X, f, c, feature_clip=self._clip)
 
     # -- pieces -----------------------------------------------------------------------------
     def _raw(self, rows):
-        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows)."""
+        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows), winsorised when asked."""
         B = self._X[rows]
+        if self._clip is not None:  # a float64 copy of the block, compared in float64 (float32 input)
+            return np.clip(B, -self._clip, self._clip, dtype=np.float64)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):
@@ -162,6 +182,9 @@ class BoundedDesign:
         d = self._X.shape[1]
         B = self._X[rows]
         f, c = self._row_terms(rows)
+        if self._clip is not None:
+            np.clip(B, -self._clip, self._clip, out=out[:, :d], dtype=np.float64)
+            B = out[:, :d]
         if f is None:
             out[:, :d] = B
         else:
@@ -218,7 +241,7 @@ class BoundedDesign:
     # -- products -----------------------------------------------------------------------------
     def __matmul__(self, w):
         w = np.asarray(w, dtype=np.float64)
-        if self._X.dtype == np.float64:
+        if self._X.dtype == np.float64 and self._clip is None:
             return self._margins(self._X, *self._row_terms(slice(None)), w)
         out = np.empty((self.shape[0],) + w.shape[1:])
         for rows in self._blocks():
@@ -230,7 +253,7 @@ class BoundedDesign:
         if v is self:
             return self.gram()
         v = np.asarray(v, dtype=np.float64)
-        if self._X.dtype == np.float64:
+        if self._X.dtype == np.float64 and self._clip is None:
             return self._stack(self._transpose_parts(self._X, *self._row_terms(slice(None)), v))
         out = np.zeros((self.shape[1],) + v.shape[1:])
         for rows in self._blocks():
@@ -294,7 +317,7 @@ class _TransposedBoundedDesign:
 
 
 def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5, *, norms=None,
-                   lazy=False):
+                   lazy=False, feature_clip=None):
     """Clip rows to the public norm bound and append the intercept column.
 
     Parameters
@@ -317,6 +340,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     lazy : bool, default=False
         Dense ``X`` only: return the clipped, augmented design as a
         :class:`BoundedDesign` over ``X`` (no copy) instead of an array.
+    feature_clip : float, optional
+        Winsorise every entry to ``[-feature_clip, feature_clip]`` before the
+        row clipping (as :func:`clip_features`; ``norms`` must then be the
+        norms of the winsorised rows, :func:`clipped_row_norms`). Lazily for a
+        :class:`BoundedDesign`, by a copy otherwise.
 
     Returns
     -------
@@ -324,7 +352,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     """
     half = intercept_scaling is None
     c0 = (0.0 if half else float(intercept_scaling)) if fit_intercept else 0.0
-    norms = row_norms(X) if norms is None else norms
+    if feature_clip is not None and not (lazy and not sp.issparse(X)):
+        X = clip_features(X, feature_clip, count=False)[0]
+        feature_clip = None
+    if norms is None:
+        norms = row_norms(X) if feature_clip is None else clipped_row_norms(X, feature_clip)
     derived = data_norm is None
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0
@@ -360,8 +392,8 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
             norms = np.where(over, k_x, norms)
         if fit_intercept:
             norms = np.sqrt(norms**2 + c0**2)
-        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None), K, n_clipped, derived,
-                           norms, c0)
+        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None, feature_clip=feature_clip), K,
+                           n_clipped, derived, norms, c0)
     if n_clipped:
         factors = np.ones_like(norms)
         factors[over] = k_x / norms[over]
