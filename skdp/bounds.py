@@ -165,11 +165,19 @@ class BoundedDesign:
         return BoundedDesign(self._X, f, c, feature_clip=self._clip)
 
     # -- pieces -----------------------------------------------------------------------------
-    def _raw(self, rows):
-        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows), winsorised when asked."""
+    def _raw(self, rows, reuse=False):
+        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows), winsorised when asked.
+
+        ``reuse=True`` (a full pass's blocks, one at a time): the winsorised
+        block is written into one buffer kept by the design, not a new array.
+        """
         B = self._X[rows]
         if self._clip is not None:  # a float64 copy of the block, compared in float64 (float32 input)
-            return np.clip(B, -self._clip, self._clip, dtype=np.float64)
+            if not reuse:
+                return np.clip(B, -self._clip, self._clip, dtype=np.float64)
+            if getattr(self, "_buffer", None) is None or self._buffer.shape[0] < B.shape[0]:
+                self._buffer = np.empty((self._block, B.shape[1]))
+            return np.clip(B, -self._clip, self._clip, out=self._buffer[: B.shape[0]], dtype=np.float64)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):
@@ -245,7 +253,7 @@ class BoundedDesign:
             return self._margins(self._X, *self._row_terms(slice(None)), w)
         out = np.empty((self.shape[0],) + w.shape[1:])
         for rows in self._blocks():
-            out[rows] = self._margins(self._raw(rows), *self._row_terms(rows), w)
+            out[rows] = self._margins(self._raw(rows, reuse=True), *self._row_terms(rows), w)
         return out
 
     def _rmatmul(self, v):
@@ -257,7 +265,7 @@ class BoundedDesign:
             return self._stack(self._transpose_parts(self._X, *self._row_terms(slice(None)), v))
         out = np.zeros((self.shape[1],) + v.shape[1:])
         for rows in self._blocks():
-            out += self._stack(self._transpose_parts(self._raw(rows), *self._row_terms(rows), v[rows]))
+            out += self._stack(self._transpose_parts(self._raw(rows, reuse=True), *self._row_terms(rows), v[rows]))
         return out
 
     def gradient_sum(self, w, derivative, rows=None):
@@ -279,7 +287,7 @@ class BoundedDesign:
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0
         for block in self._blocks():
-            B, (f, c) = self._raw(block), self._row_terms(block)
+            B, (f, c) = self._raw(block, reuse=True), self._row_terms(block)
             t, c = self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), block))
             top += t
             if c is not None:
