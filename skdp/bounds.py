@@ -311,7 +311,7 @@ class BoundedDesign:
             if weights is not None:  # B^T diag(w) B = (sqrt(w) B)^T (sqrt(w) B), the weights being >= 0
                 B *= np.sqrt(weights[rows])[:, None]
             # the upper triangle of B^T B by BLAS syrk (half the flops of a product), accumulated in place
-            out = _syrk(1.0, B, beta=1.0, c=out, trans=1, lower=0, overwrite_c=1)
+            out = _syrk(1.0, B.T, beta=1.0, c=out, trans=0, lower=0, overwrite_c=1)  # B.T: Fortran, no copy
         return np.triu(out) + np.triu(out, 1).T
 
 
