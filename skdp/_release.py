@@ -45,7 +45,7 @@ from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_th
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -121,7 +121,7 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
         estimator.solver_ = solver.name
     found = {} if n_clipped is None else {"n_rows_clipped": int(n_clipped)}
     if result is not None:
-        estimator.n_iter_ = int(result.n_iter)
+        estimator.n_iter_ = n_iter_attribute(estimator, result.n_iter, solver)
         estimator.solver_info_ = dict(result.info)
         found.update(result.diagnostics)
     diagnostics.record(estimator, **found, **diagnostic_values)
@@ -132,6 +132,38 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
               f"privacy_spent={estimator.privacy_spent_} "
               f"({report.method})")
     return report
+
+
+#: ``n_iter_`` styles of :func:`n_iter_attribute`, one per scikit-learn counterpart
+N_ITER_STYLES = ("int", "array", "per_target")
+
+
+def n_iter_attribute(estimator, n_iter, solver=None):
+    """``n_iter_`` of a fit whose solver ran ``n_iter`` steps, typed and shaped as the sklearn counterpart's.
+
+    The estimator class's ``_n_iter_style`` (one of :data:`N_ITER_STYLES`) says which:
+
+    * ``"int"`` (``Lasso``, ``LinearSVC``; the default): an ``int``;
+    * ``"array"`` (``LogisticRegression``): an int32 array of shape ``(1,)``,
+      for two classes and more (scikit-learn's multinomial fit is one problem;
+      a one-vs-rest fit runs the same public schedule for every class);
+    * ``"per_target"`` (``Ridge``): ``None`` for a direct solver (one release,
+      ``solver.iterative`` false: scikit-learn's direct solvers report
+      ``None`` too), else an int32 array of shape ``(n_targets,)`` (every
+      target shares the one schedule).
+
+    The count is a public schedule, so the attribute carries nothing private.
+    """
+    style = getattr(estimator, "_n_iter_style", "int")
+    if style not in N_ITER_STYLES:  # pragma: no cover - a class attribute
+        raise ValueError(f"_n_iter_style must be one of {N_ITER_STYLES}, got {style!r}.")
+    if style == "int":
+        return int(n_iter)
+    if style == "array":
+        return np.array([n_iter], dtype=np.int32)
+    if solver is not None and not getattr(solver, "iterative", True):
+        return None
+    return np.full(int(getattr(estimator, "_n_targets", None) or 1), n_iter, dtype=np.int32)
 
 
 def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(), derived=False, n_clipped=None,

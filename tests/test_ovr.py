@@ -101,7 +101,7 @@ def test_gaussian_split_is_the_sigma_of_the_whole_budget_for_k_times_the_release
 def test_multiparty_noise_scale_matches_an_independent_calibration(iris):
     X, y = iris
     clf = MultiPartyDPLogisticRegression(epsilon=1.0, n_parties=3, classes=[0, 1, 2], random_state=0).fit(X, y)
-    T, m, n_min, d = clf.n_iter_, 3, 50, 5
+    (T,), m, n_min, d = clf.n_iter_, 3, 50, 5
     sens = (2 * 0.5 / n_min + math.sqrt(d) * 2.0**-32) / m  # 2 G / n_min + rounding, over m parties
     assert clf.noise_scale_ == pytest.approx(calibrate_gaussian(3 * T * sens**2, 1.0, 1e-5), rel=1e-5)
     assert clf.privacy_events_ == [GaussianEvent(sens, clf.noise_scale_, 3 * T)]

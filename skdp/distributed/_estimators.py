@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        ovr_budget, ovr_targets, release)
+                        n_iter_attribute, ovr_budget, ovr_targets, release)
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ..bounds import bound_features
 from ..losses import weigh
@@ -253,8 +253,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         The accountant's method (``"gdp_exact"`` for ``mpc_grad_pert``, ...).
     noise_scale_ : float
         The noise's std (scale for the L2-Laplace mechanism) of each release (of each class's fit).
-    n_iter_ : int
-        Rounds ``T`` (of each class's fit).
+    n_iter_ : ndarray of shape (1,)
+        Rounds ``T`` (of each class's fit), shaped as ``LogisticRegression.n_iter_``.
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy (``random_state=None``), else a digest of
         the seed (``"seed:<digest>"``); composition tools report ``epsilon=inf`` for releases that share a
@@ -277,6 +277,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     >>> clf.privacy_spent_.epsilon <= 1.0
     True
     """
+
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,)
+    _n_iter_style = "array"
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
@@ -511,7 +514,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         self.n_parties_ = m
         self.party_sizes_ = sizes
         self.backend_ = backend.name
-        self.n_iter_ = T
+        self.n_iter_ = n_iter_attribute(self, T)
         release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
         return self
 

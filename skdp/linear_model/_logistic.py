@@ -175,7 +175,10 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    n_iter_ : int
+    n_iter_ : ndarray of shape (1,)
+        The solver's number of iterations (a public schedule; one-vs-rest
+        fits run the same schedule for every class), shaped as
+        ``LogisticRegression.n_iter_``.
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) from the accountant for what the solver released,
         under replace-one neighbours; ``epsilon=inf`` if a bound was read from
@@ -278,6 +281,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.class_weight = class_weight
 
     _multiclass = True
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._release.n_iter_attribute`)
+    _n_iter_style = "array"
     #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``
     _FEATURE_CLIP_FACTOR = 3.0
 

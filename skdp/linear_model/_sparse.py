@@ -285,7 +285,9 @@ _SHARED_ATTRS_DOC = """
         values), Gumbel scale (``dp_fw_l1``) or
         stage-2 noise std (``two_stage``).
     clip_norm_ : float or None
-    n_iter_ : int
+    n_iter_ : int (regressor) or ndarray of shape (1,) (classifier)
+        The solver's number of iterations (a public schedule, the same for
+        every class), shaped as ``Lasso.n_iter_`` / ``LogisticRegression.n_iter_``.
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -523,6 +525,9 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     >>> bool(clf.privacy_spent_.epsilon <= 2.0)
     True
     """
+
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,)
+    _n_iter_style = "array"
 
     _parameter_constraints: dict = {
         **_DPSparseBase._parameter_constraints,
