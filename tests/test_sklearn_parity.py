@@ -1,8 +1,9 @@
 """Each skdp estimator against its scikit-learn counterpart: methods, fitted shapes, sample_weight semantics.
 
 For every pair: the same public methods (up to the few listed, each with why skdp does not offer it),
-the same ``fit`` signature up to skdp's ``privacy_ledger``, the same shapes of the fitted attributes that
-describe the model (binary and three-class for the classifiers), and ``sample_weight`` meaning what it
+the same ``fit`` signature up to skdp's ``privacy_ledger``, every fitted attribute of the counterpart with
+the same type and shape (binary and three-class for the classifiers, arrays and DataFrames, ``DPRidge``
+with a direct and an iterative solver), and ``sample_weight`` meaning what it
 means in scikit-learn: integer weights give the fit on the rows repeated that many times. A DP fit's noise
 depends on the public number of rows, so the last check is made in the noiseless limit (every noise scale
 times ``1e-12``, through the ``under_noise`` fixture, at a large epsilon so that no noise-led schedule,
@@ -31,6 +32,7 @@ from skdp import (
     DPSparseLogisticRegression,
     DPStandardScaler,
 )
+from skdp.distributed import MultiPartyDPLogisticRegression
 
 PAIRS = [
     (DPLogisticRegression, LogisticRegression),
@@ -39,6 +41,7 @@ PAIRS = [
     (DPLinearSVC, LinearSVC),
     (DPSparseLinearRegression, Lasso),
     (DPSparseLogisticRegression, LogisticRegression),
+    (MultiPartyDPLogisticRegression, LogisticRegression),
     (DPStandardScaler, StandardScaler),
     (DPMinMaxScaler, MinMaxScaler),
 ]
@@ -73,11 +76,13 @@ def test_same_public_methods(ours, theirs):
 
 @pytest.mark.parametrize("ours, theirs", PAIRS, ids=[f"{a.__name__}-{b.__name__}" for a, b in PAIRS])
 def test_same_fit_signature(ours, theirs):
-    """sklearn's fit parameters in sklearn's order (``check_input`` aside), then skdp's ``privacy_ledger``."""
+    """sklearn's fit parameters in sklearn's order (``check_input`` aside), then skdp's ``privacy_ledger``
+    (the multi-party estimator: ``parties``, the data holders' row blocks, first)."""
     theirs_params = [p for p in inspect.signature(theirs.fit).parameters if p != "check_input"]
     ours_params = list(inspect.signature(ours.fit).parameters)
     assert ours_params[:len(theirs_params)] == theirs_params
-    assert ours_params[len(theirs_params):] == ["privacy_ledger"]
+    extra = ["parties"] if ours is MultiPartyDPLogisticRegression else []
+    assert ours_params[len(theirs_params):] == extra + ["privacy_ledger"]
 
 
 def _iris():
@@ -115,6 +120,8 @@ MODELS = [
     ("regression", DPRidge(solver="adassp", data_norm=3.0, label_bound=3.0), Ridge()),
     ("regression", DPLasso(label_bound=3.0), Lasso()),
     ("regression", DPSparseLinearRegression(label_bound=3.0), Lasso()),
+    ("binary", MultiPartyDPLogisticRegression(classes=[0, 1], n_parties=2), LogisticRegression()),
+    ("3 classes", MultiPartyDPLogisticRegression(classes=[0, 1, 2], n_parties=2), LogisticRegression()),
     ("transform", DPStandardScaler(bounds=(-3.0, 3.0)), StandardScaler()),
     ("transform", DPMinMaxScaler(bounds=(-3.0, 3.0)), MinMaxScaler()),
 ]
