@@ -8,7 +8,9 @@ Each estimator's ``fit`` follows one protocol:
    :class:`~skdp.PrivacyLedger`, together with the fit's noise source;
 2. the estimator bounds the data and runs its mechanism (a solver, a scaler's
    noisy statistics, a secure aggregation);
-3. :func:`release` -- the accountant prices the events that ran and the
+3. :func:`release` -- with a ledger, the events that ran must cost no more
+   than what the ledger was charged (:func:`check_charged`; else nothing is
+   released); the accountant prices them and the
    privacy attributes are set, the same way for every estimator:
    ``privacy_events_``, ``accountant_``, ``privacy_nominal_``,
    ``privacy_spent_`` (``epsilon=inf`` when a bound was read from the data),
@@ -38,14 +40,14 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 from . import diagnostics
 from ._random import noise_source
 from .bounds import clip_features
-from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
+from .exceptions import PrivacyAccountingError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "check_charged", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -70,6 +72,7 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
         warnings.warn(f"delta={estimator.delta:g} is at least 1/n = 1/{n} = {1.0 / n:.3g}: a mechanism that "
                       "publishes one random row meets that guarantee. Use delta much smaller than 1/n "
                       f"(e.g. delta <= {0.1 / n:.1g}).", WeakDeltaWarning, stacklevel=_caller_stacklevel())
+    estimator.__dict__.pop("_ledger_charge", None)  # a charge of an earlier fit never counts for this one
     ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
     if ledger is None:
         return None
@@ -77,7 +80,47 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     solver = getattr(estimator, "solver", None)
     label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
     ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
+    budget = getattr(ledger, "budget", None)  # None: a composite fit's suspended ledger, which records nothing
+    if planned is not None and budget is not None:
+        estimator._ledger_charge = (list(planned), budget.delta, budget.relation)
     return planned
+
+
+#: relative rounding allowed by :func:`check_charged` (a plan priced with a placeholder bound, e.g. K = 1 for
+#: ``data_norm="auto"``, prices the same as the chosen bound's events up to floating-point rounding)
+CHARGE_RTOL = 1e-9
+
+
+def check_charged(estimator, events):
+    """Refuse to release a fit whose ``events`` cost more than the ledger was charged for it.
+
+    :func:`charge` records what it charged (the plan, and the ledger's delta and
+    neighbouring relation); here, before anything is released, the events the
+    fit actually ran are priced by the accountant at that delta and must cost
+    at most what the plan costs there. They differ when the plan was made
+    before a public fact of the fit was known: with ``classes="auto"`` and a
+    one-vs-rest solver the ledger is charged a binary fit, while the fit runs
+    one calibrated binary plan per selected class (:func:`ovr_budget` makes
+    them cost at most the binary fit at the estimator's delta). If they cost
+    more, the fitted attributes set so far are removed and
+    :class:`~skdp.exceptions.PrivacyAccountingError` is raised: nothing is
+    released, and the ledger keeps its charge. Without a ledger nothing is
+    checked (there is no charge to honour). Returns the two prices, or ``None``.
+    """
+    charged = estimator.__dict__.pop("_ledger_charge", None)
+    if charged is None:
+        return None
+    planned, delta, relation = charged
+    paid = price(planned, delta, relation).budget
+    spent = price(list(events), delta, relation).budget
+    if not spent.epsilon <= paid.epsilon * (1 + CHARGE_RTOL):
+        for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+            delattr(estimator, name)
+        raise PrivacyAccountingError(
+            f"{type(estimator).__name__} ran releases priced at {spent} by the accountant, more than the "
+            f"{paid} its ledger was charged before the fit; the model is not released (the ledger keeps the "
+            "charge). This is a bug in skdp's planning: please report it.")
+    return paid, spent
 
 
 def _caller_stacklevel():
@@ -111,6 +154,7 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
     **diagnostic_values
         Further non-private diagnostics (kept by :mod:`skdp.diagnostics`).
     """
+    check_charged(estimator, events)
     report = price(list(events), estimator.delta)
     estimator.privacy_events_ = list(events)
     estimator.accountant_ = report.method
@@ -345,18 +389,20 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
         budget = class_selection_budget(estimator, n_samples)
         classes, events = private_label_set_gaussian_from_counts(labels, counts, *budget, rng)
         if classes.size < 2:
-            raise ValueError(
+            _refuse_after_selection(
+                estimator, events,
                 f"classes='auto' selected {classes.size} label(s) ({classes.tolist()!r}); a classifier needs "
                 "at least 2 (one class or none cannot be fitted). At "
                 f"epsilon={estimator.epsilon:g} a label needs roughly "
                 f"{gaussian_label_set_threshold(*budget):.0f} rows or more to be "
                 "selected privately. Pass the public label set as classes=[...], or fit on more rows / a "
-                "larger epsilon."
-            )
+                "larger epsilon.")
         if binary and classes.size > 2:
-            raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
-                             f"classes='auto' selected {classes.size} "
-                             f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
+            _refuse_after_selection(
+                estimator, events,
+                f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
+                f"classes='auto' selected {classes.size} "
+                f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
     elif classes is None:
         derived = True
         classes = np.asarray(labels)
@@ -375,6 +421,23 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
             raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
     estimator.classes_ = classes
     return ClassSelection(classes, derived, active, events)
+
+
+def _refuse_after_selection(estimator, events, message):
+    """Raise :class:`~skdp.exceptions.SpentFitError`: the fit is refused after the label-set selection ran.
+
+    The selection's events are priced at the estimator's ``delta`` and stated
+    in the message and on the error (``privacy_spent``, ``privacy_events``):
+    without a ledger nothing else records that budget. A ledger was charged the
+    whole planned fit before the data was read and keeps that charge.
+    """
+    spent = price(list(events), estimator.delta).budget
+    ledger = (" The ledger was charged the whole fit before the data was read and keeps that charge."
+              if "_ledger_charge" in estimator.__dict__ else "")
+    raise SpentFitError(
+        f"{message} The private label-set selection already ran on the data and spent epsilon="
+        f"{spent.epsilon:.6g}, delta={spent.delta:.3g} (replace-one; the error's privacy_spent and "
+        f"privacy_events); count it in the total spent on these rows.{ledger}", spent, events)
 
 
 def zero_inactive_rows(bounded, active):

@@ -212,3 +212,34 @@ def test_binary_only_solvers_of_dplogisticregression_still_say_so(iris):
     X, y = iris
     with pytest.raises(ValueError, match="Only binary classification is supported by solver='noisy_sfw'"):
         DPLogisticRegression(solver="noisy_sfw", classes=[0, 1, 2], alpha=0.1).fit(X, y)
+
+
+def test_a_fit_that_spends_more_than_its_ledger_charge_is_not_released(iris, monkeypatch):
+    """classes="auto" with a one-vs-rest solver: the ledger is charged a binary fit before the label set is known.
+    The events the fit ran are checked against that charge before anything is released; a split that spends
+    more (here: k binary fits at the whole budget, monkeypatched in) is refused and leaves no model."""
+    import skdp._release as release_module
+    from sklearn.base import clone
+
+    from skdp.exceptions import PrivacyAccountingError
+    from skdp.privacy.events import scale_event_count
+
+    X, y = iris
+    est = DPLinearSVC(classes="auto", epsilon=4.0, data_norm=1.0, random_state=0)
+    ledger = PrivacyLedger(100.0, 1e-5)
+    charged = price(est.planned_events(*X.shape), 1e-5).budget.epsilon
+    fitted = clone(est).fit(X, y, privacy_ledger=ledger)  # the real split: within the charge
+    assert fitted.classes_.tolist() == [0, 1, 2] and fitted.solver_info_["one_vs_rest"]
+    assert price(fitted.privacy_events_, 1e-5).budget.epsilon <= charged * (1 + 1e-9)
+
+    def unsplit(events_for, n_classes, budget, pre_events=(), delta=None):
+        return budget, [scale_event_count(ev, n_classes) for ev in events_for(budget)]
+
+    monkeypatch.setattr(release_module, "ovr_budget", unsplit)
+    bad = clone(est).set_params(random_state=1)  # its own noise: the ledger would refuse a shared seed
+    with pytest.raises(PrivacyAccountingError, match="more than the .* its ledger was charged"):
+        bad.fit(X, y, privacy_ledger=ledger)
+    assert not [k for k in vars(bad) if k.endswith("_") and not k.startswith("_")]  # nothing released
+    assert ledger.n_fits == 2  # the charge stays
+    # without a ledger there is no charge to honour, and the fit reports what it ran
+    assert clone(est).fit(X, y).privacy_spent_.epsilon > 4.0

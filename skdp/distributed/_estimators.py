@@ -15,7 +15,8 @@ from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
                         n_iter_attribute, ovr_budget, ovr_targets, release)
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
+                        sample_weights, weight_bound)
 from ..bounds import bound_features
 from ..losses import weigh
 from ..privacy import (
@@ -432,10 +433,12 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             return self._fit_dask(X, y, sample_weight)
         charge(self, X, privacy_ledger, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
+        # sample_weight and parties are refused before the label-set selection spends budget
+        weights = sample_weights(self, sample_weight, X)
+        blocks = split_parties(X.shape[0], self.n_parties, parties)
         rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
         ys, derived = self._encode_labels(y, rng)
-        weights = row_weights(self, sample_weight, X, y, self.classes_)
-        blocks = split_parties(X.shape[0], self.n_parties, parties)
+        weights = class_weighted(self, weights, y, self.classes_)
         backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
                                     self._bound)
         return self._fit_parties(backend, derived, rng)
@@ -463,11 +466,12 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
-        rng = fit_randomness(self)
-        ys, derived = self._encode_labels(y, rng)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight.compute() if _is_dask(sample_weight) else sample_weight)
-        weights = row_weights(self, sample_weight, np.empty((X.shape[0], 0)), y, self.classes_)
+        weights = sample_weights(self, sample_weight, np.empty((X.shape[0], 0)))  # before the selection
+        rng = fit_randomness(self)
+        ys, derived = self._encode_labels(y, rng)
+        weights = class_weighted(self, weights, y, self.classes_)
         self.n_features_in_ = int(X.shape[1])
         return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
 

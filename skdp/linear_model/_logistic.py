@@ -14,7 +14,7 @@ from .. import _dask
 from .._dask import is_dask_collection
 from .._random import fit_randomness
 from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPLogisticRegression"]
@@ -378,6 +378,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
+        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
         selection = fit_classes(self, y, rng)
         classes = selection.classes
@@ -388,7 +389,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         solver = self._resolve_solver(loss.name)
-        weights = row_weights(self, sample_weight, X, y, classes)
+        weights = class_weighted(self, weights, y, classes)
         coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
                                     clip_norm="initial", rng=rng, pre_events=selection.events,
                                     active=selection.active, sample_weight=weights)

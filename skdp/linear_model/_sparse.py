@@ -13,7 +13,8 @@ from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
+                        sample_weights, weight_bound)
 from ._base import solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
@@ -609,6 +610,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         self._check_params()
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
+        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
         selection = fit_classes(self, y, rng)
         if selection.classes.size == 2:
@@ -616,7 +618,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
         self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
-                         sample_weight=row_weights(self, sample_weight, X, y, selection.classes))
+                         sample_weight=class_weighted(self, weights, y, selection.classes))
         if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
         self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"
