@@ -8,9 +8,10 @@ Each estimator's ``fit`` follows one protocol:
    :class:`~skdp.PrivacyLedger`, together with the fit's noise source;
 2. the estimator bounds the data and runs its mechanism (a solver, a scaler's
    noisy statistics, a secure aggregation);
-3. :func:`release` -- with a ledger, the events that ran must cost no more
-   than what the ledger was charged (:func:`check_charged`; else nothing is
-   released); the accountant prices them and the
+3. :func:`release` -- with a ledger, the record of the fit must cover the
+   events that ran (:func:`check_charged`: amended if they cost more than
+   the plan and the budget allows, else nothing is released); the
+   accountant prices them and the
    privacy attributes are set, the same way for every estimator:
    ``privacy_events_``, ``accountant_``, ``privacy_nominal_``,
    ``privacy_spent_`` (``epsilon=inf`` when a bound was read from the data),
@@ -24,10 +25,12 @@ The label-set rules of the classifiers (:func:`check_class_set`,
 (:class:`LinearClassifierMixin`) live here too, so they are written once.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
 import sys
+import uuid
 import warnings
 from typing import NamedTuple
 
@@ -40,14 +43,14 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 from . import diagnostics
 from ._random import noise_source
 from .bounds import clip_features
-from .exceptions import PrivacyAccountingError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "check_charged", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -79,10 +82,11 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
     planned = estimator.planned_events(_num_samples(X), _num_features(X), **plan_kwargs)
     solver = getattr(estimator, "solver", None)
     label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
-    ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
-    budget = getattr(ledger, "budget", None)  # None: a composite fit's suspended ledger, which records nothing
-    if planned is not None and budget is not None:
-        estimator._ledger_charge = (list(planned), budget.delta, budget.relation)
+    record_id = uuid.uuid4().hex
+    ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator),
+                  record_id=record_id)
+    if planned is not None and hasattr(ledger, "amend"):  # not a composite fit's suspended ledger
+        estimator._ledger_charge = (list(planned), ledger, record_id)
     return planned
 
 
@@ -92,34 +96,44 @@ CHARGE_RTOL = 1e-9
 
 
 def check_charged(estimator, events):
-    """Refuse to release a fit whose ``events`` cost more than the ledger was charged for it.
+    """Make the ledger's record of this fit cover the ``events`` it ran, before anything is released.
 
-    :func:`charge` records what it charged (the plan, and the ledger's delta and
-    neighbouring relation); here, before anything is released, the events the
-    fit actually ran are priced by the accountant at that delta and must cost
-    at most what the plan costs there. They differ when the plan was made
-    before a public fact of the fit was known: with ``classes="auto"`` and a
-    one-vs-rest solver the ledger is charged a binary fit, while the fit runs
-    one calibrated binary plan per selected class (:func:`ovr_budget` makes
-    them cost at most the binary fit at the estimator's delta). If they cost
-    more, the fitted attributes set so far are removed and
-    :class:`~skdp.exceptions.PrivacyAccountingError` is raised: nothing is
-    released, and the ledger keeps its charge. Without a ledger nothing is
-    checked (there is no charge to honour). Returns the two prices, or ``None``.
+    :func:`charge` charged the plan before the data was read. Here the events
+    the fit actually ran are priced by the accountant at the ledger's delta
+    (how the ledger composes) and compared with that charge. They differ when
+    the plan was made before a public fact of the fit was known: with
+    ``classes="auto"`` and a one-vs-rest solver the ledger is charged a binary
+    fit, while the fit runs one binary plan per selected class, calibrated
+    (:func:`ovr_budget`) to cost at most the binary fit at the *estimator's*
+    delta; at another delta ``k`` releases and one need not price alike (e.g.
+    0.1% more for ``DPLinearSVC`` on three classes at a ledger delta of 1e-3,
+    fits at 1e-5). If they cost more (beyond ``CHARGE_RTOL``, rounding), the
+    record is amended to the events that ran when the ledger's budget still
+    holds (:meth:`~skdp.PrivacyLedger.amend`), so the ledger never understates
+    what was released; otherwise the fitted attributes set so far are removed
+    and :class:`~skdp.BudgetExceededError` is raised: nothing is released, and
+    the ledger keeps the first charge. Without a ledger nothing is checked (the
+    fit's ``privacy_spent_`` is priced from the events that ran). Returns
+    ``(charged, spent)`` budgets at the ledger's delta, or ``None``.
     """
     charged = estimator.__dict__.pop("_ledger_charge", None)
     if charged is None:
         return None
-    planned, delta, relation = charged
-    paid = price(planned, delta, relation).budget
-    spent = price(list(events), delta, relation).budget
-    if not spent.epsilon <= paid.epsilon * (1 + CHARGE_RTOL):
+    planned, ledger, record_id = charged
+    budget = ledger.budget
+    paid = price(planned, budget.delta, budget.relation).budget
+    spent = price(list(events), budget.delta, budget.relation).budget
+    if spent.epsilon <= paid.epsilon * (1 + CHARGE_RTOL):
+        return paid, spent
+    try:
+        ledger.amend(record_id, list(events))
+    except BudgetExceededError as exc:
         for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
             delattr(estimator, name)
-        raise PrivacyAccountingError(
-            f"{type(estimator).__name__} ran releases priced at {spent} by the accountant, more than the "
-            f"{paid} its ledger was charged before the fit; the model is not released (the ledger keeps the "
-            "charge). This is a bug in skdp's planning: please report it.")
+        raise BudgetExceededError(
+            f"{type(estimator).__name__} ran releases priced at {spent} by the accountant at its ledger's delta, "
+            f"more than the {paid} charged before the fit (planned before the label set was known), and the "
+            f"ledger's budget does not cover them; the model is not released. {exc}") from exc
     return paid, spent
 
 
@@ -423,7 +437,23 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
     return ClassSelection(classes, derived, active, events)
 
 
-def _refuse_after_selection(estimator, events, message):
+@contextlib.contextmanager
+def refused_after_selection(estimator, events):
+    """A ``ValueError`` raised inside (a refusal after the label-set selection of ``events`` ran, e.g. a solver
+    that cannot fit the number of classes ``classes="auto"`` selected) becomes a
+    :class:`~skdp.exceptions.SpentFitError` carrying the selection's price; unchanged when the selection spent
+    nothing (``events`` empty: public classes)."""
+    try:
+        yield
+    except SpentFitError:
+        raise
+    except ValueError as exc:
+        if not events:
+            raise
+        _refuse_after_selection(estimator, events, str(exc), cause=exc)
+
+
+def _refuse_after_selection(estimator, events, message, cause=None):
     """Raise :class:`~skdp.exceptions.SpentFitError`: the fit is refused after the label-set selection ran.
 
     The selection's events are priced at the estimator's ``delta`` and stated
@@ -437,7 +467,7 @@ def _refuse_after_selection(estimator, events, message):
     raise SpentFitError(
         f"{message} The private label-set selection already ran on the data and spent epsilon="
         f"{spent.epsilon:.6g}, delta={spent.delta:.3g} (replace-one; the error's privacy_spent and "
-        f"privacy_events); count it in the total spent on these rows.{ledger}", spent, events)
+        f"privacy_events); count it in the total spent on these rows.{ledger}", spent, events) from cause
 
 
 def zero_inactive_rows(bounded, active):

@@ -26,8 +26,7 @@ class WeakDeltaWarning(UserWarning):
 
 
 class PrivacyAccountingError(ValueError):
-    """The accountant cannot price a mechanism description it was given, or a fit ran releases that cost
-    more than its ledger was charged for it (then nothing is released)."""
+    """The accountant cannot price a mechanism description it was given."""
 
 
 class SpentFitError(ValueError):
@@ -59,4 +58,10 @@ class SpentFitError(ValueError):
 
 
 class BudgetExceededError(RuntimeError):
-    """A fit was refused, before touching the data, because it would exceed a ledger's budget."""
+    """A fit was refused because it would exceed a ledger's budget.
+
+    Before touching the data, on its plan; or, rarely, after it ran and before
+    anything is released, when the events it ran cost more at the ledger's
+    delta than its plan and the budget does not cover them (see
+    :meth:`skdp.PrivacyLedger.amend`).
+    """

@@ -172,7 +172,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     L2-Laplace mechanism when ``delta=0``): the means of ``u`` and the means of
     ``u**2``. Their L2 sensitivities under **replace-one** neighbours with
     public ``n`` are ``sqrt(d)/n`` and ``sqrt(d)/(4n)`` (each coordinate moves
-    by at most 1 and 1/4). With ``clip_norm`` the rows ``u`` are also clipped
+    by at most 1 and 1/4), times ``max_sample_weight`` (the releases are
+    weighted sums; see that parameter). With ``clip_norm`` the rows ``u`` are also clipped
     to the L2 ball of radius ``c`` before the means, which lowers them to
     ``min(2c, sqrt(d))/n`` and ``min(sqrt(2) c^2, c/sqrt(2), sqrt(d)/4)/n``
     (two rows differ by at most ``2c``; the squares ``s = u**2`` are
@@ -446,7 +447,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def planned_events(self, n_samples, n_features=None):
         """Events a fit on ``n_samples`` rows releases (``None``: bounds come from the data).
 
-        The same with and without ``sample_weight`` (see ``max_sample_weight``). With ``clip_norm="auto"`` the radius is chosen during the fit; both noise
+        The same with and without ``sample_weight`` (see ``max_sample_weight``).
+        With ``clip_norm="auto"`` the radius is chosen during the fit; both noise
         scales are proportional to the sensitivities, so the events priced at
         the box sensitivities cost the same. With ``bounds="auto"``,
         ``n_features`` is needed (the ``2 d`` quantile selections come first).

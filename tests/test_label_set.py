@@ -358,3 +358,21 @@ def test_bad_sample_weight_is_refused_before_the_selection_spends(make, monkeypa
     if isinstance(make(), MultiPartyDPLogisticRegression):
         with pytest.raises(ValueError, match="parties"):
             make().fit(X, y, parties=np.zeros(299))
+
+
+def test_a_solver_refusing_the_selected_label_count_carries_the_spent_selection():
+    """classes="auto" picks 3 labels and the solver fits 2 only: refused after the selection, with its price."""
+    from skdp import SpentFitError
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-0.5, 0.5, (600, 3))
+    y = np.repeat([0, 1, 2], 200)
+    est = DPLogisticRegression(classes="auto", solver="noisy_sgd", data_norm=1.0, random_state=0)
+    with pytest.raises(SpentFitError, match="Only binary classification is supported by solver='noisy_sgd'") as info:
+        est.fit(X, y)
+    assert info.value.privacy_spent == price(class_selection_events(est, 600), est.delta).budget
+    assert isinstance(info.value.__cause__, ValueError)
+    # the same refusal with a public label set spends nothing: a plain ValueError, before the data is read
+    with pytest.raises(ValueError, match="Only binary") as plain:
+        DPLogisticRegression(classes=[0, 1, 2], solver="noisy_sgd", data_norm=1.0).fit(X, y)
+    assert not isinstance(plain.value, SpentFitError)

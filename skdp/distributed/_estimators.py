@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        n_iter_attribute, ovr_budget, ovr_targets, release)
+                        n_iter_attribute, ovr_budget, ovr_targets, refused_after_selection, release)
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
                         sample_weights, weight_bound)
 from ..bounds import bound_features
@@ -441,7 +441,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         weights = class_weighted(self, weights, y, self.classes_)
         backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
                                     self._bound)
-        return self._fit_parties(backend, derived, rng)
+        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
+            return self._fit_parties(backend, derived, rng)
 
     def _encode_labels(self, y, rng):
         """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
@@ -473,7 +474,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         ys, derived = self._encode_labels(y, rng)
         weights = class_weighted(self, weights, y, self.classes_)
         self.n_features_in_ = int(X.shape[1])
-        return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
+        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
+            return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0

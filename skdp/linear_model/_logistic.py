@@ -13,7 +13,8 @@ from ..solvers import SOLVERS, SolverChoice
 from .. import _dask
 from .._dask import is_dask_collection
 from .._random import fit_randomness
-from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
+from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes,
+                        refused_after_selection)
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
@@ -388,11 +389,12 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             loss, y_enc, n_out = LogisticLoss(), np.where(y_idx == 1, 1.0, -1.0), 1
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
-        solver = self._resolve_solver(loss.name)
-        weights = class_weighted(self, weights, y, classes)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
-                                    clip_norm="initial", rng=rng, pre_events=selection.events,
-                                    active=selection.active, sample_weight=weights)
+        with refused_after_selection(self, selection.events):
+            solver = self._resolve_solver(loss.name)
+            weights = class_weighted(self, weights, y, classes)
+            coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
+                                        clip_norm="initial", rng=rng, pre_events=selection.events,
+                                        active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

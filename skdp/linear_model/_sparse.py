@@ -18,8 +18,8 @@ from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weig
 from ._base import solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
-                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, zero_rows,
-                        solve_and_release)
+                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, refused_after_selection,
+                        zero_rows, solve_and_release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -617,8 +617,9 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
-        self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
-                         sample_weight=class_weighted(self, weights, y, selection.classes))
+        with refused_after_selection(self, selection.events):
+            self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
+                             sample_weight=class_weighted(self, weights, y, selection.classes))
         if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
         self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"
