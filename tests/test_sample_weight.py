@@ -1,6 +1,10 @@
 """``sample_weight``, ``max_sample_weight`` and ``class_weight`` on every solver and estimator.
 
-* Weights all equal to 1 give the unweighted fit, bit for bit, for every registered solver.
+* Weights all equal to 1 give the unweighted fit, bit for bit, for every registered solver and every
+  estimator (at max_sample_weight 1 and 2.5; the scaler except with probability 1e-6).
+* The weighted scaler's total weight (a deficit released with the noise of
+  ``skdp.privacy.weight_coordinate_scale``) costs nothing extra: brute-force sensitivity check, a weighted
+  canary, the under-noised control and a deficit-only under-noised control.
 * A weight 0 removes a row's influence: with the same seed, replacing a row of weight 0 by any other
   row leaves the fit unchanged (every solver; this runs the weighted code path of each).
 * Every noise scale is proportional to ``max_sample_weight`` (``dp_gd`` and ``adassp`` against an
