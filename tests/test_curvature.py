@@ -77,13 +77,13 @@ def test_default_uses_the_curvature_only_in_the_accelerated_regime():
     X, y = _data(n=20_000, d=5)
     big = DPLogisticRegression(5.0, random_state=0).fit(X, y)
     assert any(e.count == 1 and isinstance(e, GaussianEvent) and e.sigma > 1 for e in big.privacy_events_[-2:])
-    assert big.n_iter_ == DPGradientDescent._CURVATURE_STEPS
+    assert big.n_iter_[0] == DPGradientDescent._CURVATURE_STEPS
     small = DPLogisticRegression(1.0, random_state=0).fit(*_data(n=300))
-    assert small.n_iter_ != DPGradientDescent._CURVATURE_STEPS or len(small.privacy_events_) == len(
+    assert small.n_iter_[0] != DPGradientDescent._CURVATURE_STEPS or len(small.privacy_events_) == len(
         DPLogisticRegression(1.0, random_state=0, solver_options={"curvature": False}).fit(*_data(n=300))
         .privacy_events_)
     off = DPLogisticRegression(5.0, random_state=0, solver_options={"curvature": False}).fit(X, y)
-    assert off.n_iter_ == DPGradientDescent._ACCELERATED_STEPS
+    assert off.n_iter_[0] == DPGradientDescent._ACCELERATED_STEPS
     assert len(off.privacy_events_) == len(big.privacy_events_) - 1
     assert abs(big.score(X, y) - off.score(X, y)) < 0.01
 

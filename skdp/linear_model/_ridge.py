@@ -171,7 +171,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     intercept_ : float or ndarray of shape (n_targets,)
         A float for a 1-D ``y``; for a 2-D ``y`` an array of shape
         ``(n_targets,)``, or ``0.0`` when ``fit_intercept=False`` (as ``Ridge``).
-    n_iter_ : int
+    n_iter_ : None or ndarray of shape (n_targets,)
+        ``None`` for a direct solver (``adassp``, ``obj_pert``: one release),
+        else the solver's number of iterations (a public schedule, the same
+        for every target), as ``Ridge.n_iter_``.
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
         bound was read from the data.
@@ -291,6 +294,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     #: number of targets of the fit being planned or run (``None``: a 1-D ``y``); set only inside
     #: :meth:`_targets`, so that every hook of the shared fit path sees the public shape of ``y``
     _n_targets = None
+    #: ``n_iter_`` as ``Ridge``'s: ``None`` for a direct solver, else (n_targets,)
+    _n_iter_style = "per_target"
 
     @contextmanager
     def _targets(self, n_targets):

@@ -30,6 +30,7 @@ the target delta first, and their epsilons are added at the end.
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from numbers import Real
 
 import numpy as np
 from scipy import optimize, special
@@ -53,6 +54,7 @@ __all__ = [
     "calibrate",
     "calibrate_gaussian",
     "pure_noise_scale",
+    "weight_coordinate_scale",
     "gumbel_scale",
     "supports",
     "gdp_delta",
@@ -761,6 +763,53 @@ def pure_noise_scale(sensitivity, epsilon):
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
     return float(sensitivity) / float(epsilon)
+
+
+def weight_coordinate_scale(noise_scale, sensitivity, row_norm, weight_step, gaussian=True):
+    """Noise scale of one more coordinate, affine in the rows' weights, that a weighted release carries for free.
+
+    Setting: a release ``q(D) = sum_i w_i v_i`` plus noise of scale
+    ``noise_scale`` (Gaussian std ``sigma``, or L2-Laplace scale ``b`` when
+    ``gaussian=False``), where row ``i`` holds a private weight ``w_i`` in
+    ``[0, W]`` and a vector with ``||w_i v_i|| <= row_norm``, and ``q`` has L2
+    sensitivity ``sensitivity`` (``S``) under **replace-one** neighbours with
+    public ``n`` (both the vector and the weight of the row may change). The
+    extra coordinate is ``g(D) = sum_i (a + c w_i)`` (e.g. a total weight),
+    released with independent noise of the returned scale; ``weight_step =
+    |c| W`` is the most one row moves it.
+
+    Returns ``sigma weight_step / sqrt(S^2 - row_norm^2)`` (Gaussian) or
+    ``b weight_step / (S - row_norm)`` (L2-Laplace; a Laplace coordinate).
+    With it the pair ``(q + noise, g + noise')`` is priced exactly as the
+    release of ``q`` alone, ``GaussianEvent(S, sigma)`` or
+    ``L2LaplaceEvent(S, b)``. Proof: for a row changing from ``(w, v)`` to
+    ``(w', v')``, the Gaussian pair's squared sensitivity after rescaling the
+    coordinate by ``sigma / sigma'`` is ``||w v - w' v'||^2 + (sigma c /
+    sigma')^2 (w - w')^2``, and the L2-Laplace pair's privacy loss is at most
+    ``||w v - w' v'|| / b + |c| |w - w'| / b'`` (triangle inequality on the
+    two independent densities). Both are convex in ``(w, w')``, so their
+    maximum over ``[0, W]^2`` is at a vertex: ``(0, 0)`` gives 0, ``w = w' =
+    W`` at most ``S^2`` (``S / b``), as the release of ``q`` alone, and ``w =
+    W, w' = 0`` (or the reverse) at most ``row_norm^2 + (sigma weight_step /
+    sigma')^2`` (``row_norm / b + weight_step / b'``), which the returned scale
+    makes equal to ``S^2`` (``S / b``). So the Gaussian pair is the Gaussian
+    mechanism of sensitivity ``S`` at std ``sigma``, and the L2-Laplace pair is
+    ``S / b``-DP. Needs ``S > row_norm``.
+    """
+    values = {"noise_scale": noise_scale, "sensitivity": sensitivity, "row_norm": row_norm,
+              "weight_step": weight_step}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite non-negative number, got {value!r}.")
+    S, r, step = float(sensitivity), float(row_norm), float(weight_step)
+    if not float(noise_scale) > 0:
+        raise ValueError(f"noise_scale must be positive, got {noise_scale!r}.")
+    if not S > r:
+        raise ValueError(f"sensitivity must exceed row_norm (the pair's worst case is a row of weight W "
+                         f"against one of weight 0), got sensitivity={sensitivity!r}, row_norm={row_norm!r}.")
+    if gaussian:
+        return float(noise_scale) * step / math.sqrt(S * S - r * r)
+    return float(noise_scale) * step / (S - r)
 
 
 def gumbel_scale(sensitivity, epsilon):

@@ -435,6 +435,10 @@ class Solver:
     #: whether its number of gradient evaluations is fixed by its public schedule (``verbose`` may print
     #: epoch counts); ``False`` when it depends on the data (e.g. solving to a tolerance)
     public_schedule = True
+    #: whether it iterates on the released model (``False``: one direct release, e.g. noisy sufficient
+    #: statistics or a perturbed objective solved once; ``DPRidge.n_iter_`` is then ``None``, as sklearn's
+    #: direct solvers report)
+    iterative = True
 
     def check_options(self, options):
         """Raise ``ValueError`` for ``solver_options`` keys this solver does not take."""

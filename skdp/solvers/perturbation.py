@@ -178,6 +178,7 @@ class ObjectivePerturbation(Solver):
     """
 
     name = "obj_pert"
+    iterative = False
     public_schedule = False  # solved to a tolerance: the number of passes depends on the data
     source = 'Bassily, Feldman, Talwar, Thakurta 2019, Alg. 2 (KST12 / CMS11)'
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'

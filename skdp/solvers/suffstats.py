@@ -49,6 +49,7 @@ class AdaSSP(Solver):
     """
 
     name = "adassp"
+    iterative = False
     source = "Wang 2018, Alg. 2 (AdaSSP)"
     card = "AdaSSP with the three Gaussian releases composed exactly (GDP) under replace-one"
     reference = "doc/papers/wang2018.rst"
