@@ -388,6 +388,33 @@ def fit_classes(estimator, y, rng=None, binary=False, why=""):
     return selection
 
 
+#: ``classes="auto"`` warns when a label with the rows of an average selected label is dropped with at least
+#: this probability
+DROP_WARNING_PROBABILITY = 0.01
+
+
+def warn_close_to_threshold(estimator, n_selected, n_samples, sigma, threshold):
+    """``UserWarning`` when a label of average frequency is likely to be left out by ``classes="auto"``.
+
+    A label with ``m`` rows is selected when ``m + N(0, sigma^2) >= threshold``
+    and the rows of the labels that are not are ignored. With ``m = n / k``
+    (``k`` selected labels, an upper bound on the average frequency of the labels
+    when some were dropped), the warning fires when ``P(m + noise < threshold)``
+    is at least :data:`DROP_WARNING_PROBABILITY`. Decided on public quantities
+    and the released set only; it says nothing about which labels.
+    """
+    if not n_selected:
+        return
+    m = n_samples / n_selected
+    if special.ndtr((threshold - m) / sigma) >= DROP_WARNING_PROBABILITY:
+        warnings.warn(
+            f"classes='auto' selected {n_selected} labels; at epsilon={estimator.epsilon:g} a label needs "
+            f"roughly {threshold:.0f} rows to be selected privately, close to the {m:.0f} rows of an average "
+            "selected label, so labels of similar frequency may have been left out (their rows are ignored "
+            "and never predicted). Pass the public label set as classes=[...] if you know it, or use a "
+            "larger epsilon.", UserWarning, stacklevel=4)
+
+
 def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=False, why=""):
     """:func:`fit_classes` from the sorted distinct labels of ``y`` and their counts (``active`` is ``None``).
 
@@ -417,6 +444,7 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
                 f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
                 f"classes='auto' selected {classes.size} "
                 f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
+        warn_close_to_threshold(estimator, classes.size, n_samples, budget[0], gaussian_label_set_threshold(*budget))
     elif classes is None:
         derived = True
         classes = np.asarray(labels)

@@ -376,3 +376,20 @@ def test_a_solver_refusing_the_selected_label_count_carries_the_spent_selection(
     with pytest.raises(ValueError, match="Only binary") as plain:
         DPLogisticRegression(classes=[0, 1, 2], solver="noisy_sgd", data_norm=1.0).fit(X, y)
     assert not isinstance(plain.value, SpentFitError)
+
+
+def test_auto_classes_warn_when_the_threshold_is_close_to_the_label_sizes():
+    """The warning depends on public quantities and the released set only (n, epsilon, threshold, k)."""
+    import warnings
+
+    from sklearn.datasets import load_digits
+
+    from skdp import DPLogisticRegression
+
+    X, y = load_digits(return_X_y=True)
+    X, y = (X[:1257] - X.mean(0)) / (X.std(0) + 1e-9), y[:1257]  # about 126 rows per label
+    with pytest.warns(UserWarning, match="labels of similar frequency may have been left out"):
+        DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        DPLogisticRegression(epsilon=2.0, random_state=0).fit(X, y)  # a threshold of 38 rows
