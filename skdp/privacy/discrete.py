@@ -47,11 +47,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from .events import ZCDPEvent
+from .events import PureDPEvent, ZCDPEvent
 from .mechanisms import _m, _record
 
 __all__ = ["bernoulli_exp_neg", "discrete_gaussian", "discrete_gaussian_reference", "discrete_laplace",
-           "secure_gaussian_release", "secure_grid"]
+           "exponential_mechanism", "secure_gaussian_release", "secure_gaussian_sensitivity", "secure_grid",
+           "secure_laplace_release", "secure_l1_grid", "secure_selection_grid"]
 
 _CHUNK = 32
 
@@ -379,7 +380,7 @@ def secure_gaussian_release(rng, value, sensitivity, rho):
         raise ValueError(f"rho must be positive and finite, got {rho!r}.")
     d = max(value.size, 1)
     gamma = secure_grid(sensitivity, d)
-    sens = sensitivity + gamma * math.sqrt(d)  # the rounding's cost
+    sens = secure_gaussian_sensitivity(sensitivity, d)  # the rounding's cost
     sigma = sens / math.sqrt(2.0 * rho)
     units = value / gamma
     if value.size and np.max(np.abs(units)) >= 2.0**52:
@@ -391,3 +392,128 @@ def secure_gaussian_release(rng, value, sensitivity, rho):
     noise = discrete_gaussian(rng, sigma2, value.shape)
     released = (np.rint(units) + noise) * gamma
     return released, ZCDPEvent(float(rho)), sigma, gamma
+
+
+def secure_gaussian_sensitivity(sensitivity, d):
+    """The L2 sensitivity of the rounded value: ``sensitivity + gamma sqrt(d)``, ``gamma = secure_grid(...)``.
+
+    Rounding to ``gamma Z^d`` moves each coordinate by at most ``gamma / 2``, so
+    two neighbours' rounded values are at most ``gamma sqrt(d)`` further apart
+    in L2 than the values themselves (replace-one, public ``n``, like ``sensitivity``).
+    """
+    return float(sensitivity) + secure_grid(sensitivity, d) * math.sqrt(d)
+
+
+def secure_l1_grid(sensitivity, d):
+    """The public grid step of an L1 release: the largest power of two with ``gamma d <= sensitivity / 1000``."""
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be positive and finite, got {sensitivity!r}.")
+    return 2.0 ** math.floor(math.log2(sensitivity / (1000.0 * d)))
+
+
+def _rational_up(x, bits=30):
+    """A rational ``t/s >= x`` (``s`` a power of two) within a relative ``2^-bits`` of ``x > 0``."""
+    k = max(0, bits - math.ceil(math.log2(x)))
+    return Fraction(math.ceil(x * (1 + 1e-12) * 2**k), 2**k)
+
+
+def secure_laplace_release(rng, value, sensitivity, epsilon):
+    """Release ``value`` (L1 sensitivity ``sensitivity``, replace-one) with pure ``epsilon``-DP, floating-point safe.
+
+    The geometric (discrete Laplace) mechanism on a grid (Ghosh, Roughgarden
+    and Sundararajan 2009; sampler of CKS20, Alg. 2):
+
+    1. ``value`` is rounded to the public grid ``gamma Z^d``
+       (:func:`secure_l1_grid`: ``gamma d <= sensitivity / 1000``); each
+       coordinate moves by at most ``gamma / 2``, so neighbours' rounded values
+       differ by at most ``Delta_1 = sensitivity + gamma d`` in L1 (the cost of
+       rounding, charged);
+    2. i.i.d. integer noise with ``P(y) proportional to exp(-|y| / b)``, ``b =
+       Delta_1 / (gamma epsilon)`` grid units (rounded up to a dyadic rational:
+       more noise, never less), is added in grid units. For an integer-valued
+       query with L1 sensitivity ``Delta_1 / gamma`` the ratio of output
+       probabilities is at most ``exp(||q(D) - q(D')||_1 / b) <= exp(epsilon)``
+       (the normalising constant does not depend on the integer shift), so the
+       release is ``epsilon``-DP;
+    3. the result, an integer times a power of two, is exactly a double.
+
+    Returns ``(released, PureDPEvent(epsilon), scale, gamma)``, ``scale`` the
+    Laplace scale ``Delta_1 / epsilon`` in the value's units. Recorded as a
+    ``"discrete_laplace"`` draw (its scale in the value's units).
+    """
+    value = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(value)):
+        raise ValueError("value must be finite.")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be positive and finite, got {epsilon!r}.")
+    d = max(value.size, 1)
+    gamma = secure_l1_grid(sensitivity, d)
+    scale = (float(sensitivity) + gamma * d) / float(epsilon)
+    units = value / gamma
+    if value.size and np.max(np.abs(units)) >= 2.0**52:
+        raise ValueError("value is too large for the release grid (|value| / gamma >= 2^52).")
+    b = _rational_up(scale / gamma * _m())
+    _record("discrete_laplace", float(b) * gamma, value.shape)
+    released = (np.rint(units) + discrete_laplace(rng, b, value.shape)) * gamma
+    return released, PureDPEvent(float(epsilon)), scale, gamma
+
+
+def secure_selection_grid(sensitivity):
+    """The public grid of :func:`exponential_mechanism`'s scores: the largest power of two ``<= sensitivity / 1000``.
+
+    Rounded scores have sensitivity at most ``sensitivity + gamma``; plan the
+    selection's scale with that (e.g. ``gumbel_scale(sensitivity + gamma, epsilon)``).
+    """
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be positive and finite, got {sensitivity!r}.")
+    return 2.0 ** math.floor(math.log2(sensitivity / 1000.0))
+
+
+#: proposals decided per round of the exact exponential mechanism: the candidates' count, within these bounds
+_PROPOSALS = (64, 4096)
+
+
+def exponential_mechanism(rng, scores, scale, grid):
+    """Index drawn exactly from ``P(i) proportional to exp(round(score_i) / scale)``: a floating-point-safe selection.
+
+    The floating-point-free counterpart of :func:`skdp.privacy.report_noisy_max`
+    (the Gumbel argmax draws the same exponential mechanism in floating
+    point). The scores are rounded to the public grid ``grid Z`` (a power of
+    two from :func:`secure_selection_grid`); rounding moves each by at most
+    ``grid / 2``, so rounded scores have sensitivity ``s + grid`` when the
+    scores have sensitivity ``s`` (replace-one, public ``n``). The law is
+    sampled exactly by rejection: a candidate ``i`` uniform among the finite
+    scores is accepted with probability ``exp(-k_i grid / scale)``, ``k_i``
+    the (integer) number of grid steps of its rounded score below the
+    largest, by :func:`bernoulli_exp_neg` on the exact rational
+    ``k_i grid / scale``; the first accepted candidate is returned. The
+    accepted law is exactly ``P(i) prop. to exp(-k_i grid / scale)``, the
+    exponential mechanism on the rounded scores, which for score sensitivity
+    ``Delta`` is ``2 Delta / scale``-bounded-range (Durfee and Rogers 2019),
+    priced as :class:`~skdp.privacy.BoundedRangeEvent` like the Gumbel form;
+    ties are drawn with equal probability. Scores of ``-inf`` (excluded
+    candidates, public) are never chosen. Recorded as an ``"exponential"``
+    draw of ``scale``.
+    """
+    scores = np.asarray(scores, dtype=np.float64).ravel()
+    if np.any(np.isnan(scores)) or np.any(scores == np.inf):
+        raise ValueError("scores must be finite or -inf.")
+    live = np.flatnonzero(np.isfinite(scores))
+    if live.size == 0:
+        raise ValueError("exponential_mechanism needs at least one finite score.")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"scale must be positive and finite, got {scale!r}.")
+    beta = float(scale) * _m()
+    _record("exponential", beta, (1,))
+    units = scores[live] / float(grid)
+    if np.max(np.abs(units)) >= 2.0**52:
+        raise ValueError("scores are too large for the selection grid (|score| / grid >= 2^52).")
+    steps = np.rint(units)
+    gaps = (steps.max() - steps).astype(np.int64).astype(object)  # exact integers below 2^53
+    ratio = Fraction(float(grid)) / Fraction(beta)  # floats are dyadic rationals: exact
+    batch = int(np.clip(live.size, *_PROPOSALS))
+    while True:
+        proposals = rng.randint(0, live.size, size=batch)
+        accepted = np.flatnonzero(bernoulli_exp_neg(rng, gaps[proposals] * ratio.numerator, ratio.denominator))
+        if accepted.size:
+            return int(live[proposals[accepted[0]]])
