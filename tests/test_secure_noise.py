@@ -2,7 +2,6 @@
 mechanism, and the ``secure_noise`` option of the solvers (or its refusal)."""
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -110,3 +109,110 @@ def test_exponential_mechanism_neighbours_within_claim_and_under_noise_caught(un
     with under_noise(0.25):
         br_low, se_low = _selection_br(rng)
     assert br_low > 1.0 + 4 * se_low
+
+
+# ------------------------------------------------------------------------------------------
+# the solvers' secure_noise option
+# ------------------------------------------------------------------------------------------
+#: solvers with the option: the kind of each release in secure mode
+SECURE = {"output_pert": {"discrete_gaussian"}, "dp_gd": {"discrete_gaussian"}, "dpsl_kt": {"discrete_gaussian"},
+          "dp_ight": {"discrete_gaussian"}, "dp_accmd": {"discrete_gaussian"}, "phased_sgd": {"discrete_gaussian"},
+          "adassp": {"discrete_gaussian"}, "noisy_iht": {"discrete_gaussian", "exponential"},
+          "noisy_sfw": {"exponential"}, "dp_fw_l1": {"exponential"}}
+
+
+def _secure_case(solver, secure=True):
+    from skdp.audit import _solver_cases
+
+    est, (X, y) = _solver_cases(2.0, 1e-5)[solver]
+    options = dict(est.get_params().get("solver_options") or {})
+    if secure:
+        options["secure_noise"] = True
+    # the audit's background plus one canary row, as in tests/test_draws.py
+    return (est.set_params(random_state=0, solver_options=options), np.vstack([X, np.eye(X.shape[1])[0]]),
+            np.append(y, 1))
+
+
+def _counts(events, kinds):
+    return sum(e.count for e in events if isinstance(e, kinds))
+
+
+@pytest.mark.parametrize("solver", sorted(SECURE))
+def test_secure_solvers_draw_only_exact_noise_and_price_it(solver):
+    from skdp.privacy import GaussianEvent, ZCDPEvent, price
+
+    est, X, y = _secure_case(solver)
+    with record_draws() as draws:
+        est.fit(X, y)
+    kinds = {d.kind for d in draws}
+    assert kinds == SECURE[solver], kinds  # no floating-point draw left in the solver
+    events = est.privacy_events_
+    assert not any(isinstance(e, GaussianEvent) for e in events)  # the events the secure draws satisfy
+    assert est.privacy_spent_.epsilon <= 2.0 + 1e-9 and est.privacy_spent_.delta <= 1e-5
+    assert price(events, 1e-5).budget.epsilon <= 2.0 + 1e-9
+    assert list(est.planned_events(*X.shape)) == events
+    gauss = [d for d in draws if d.kind == "discrete_gaussian"]
+    n_zcdp = _counts(events, ZCDPEvent)
+    if solver == "phased_sgd":  # one rho-zCDP release: the phases are on disjoint rows
+        assert n_zcdp == 1 and len(gauss) == est.solver_info_["phases"]
+    else:
+        assert len(gauss) == n_zcdp
+    assert sum(d.kind == "exponential" for d in draws) == _counts(events, BoundedRangeEvent)
+    # the scale reported is drawn (the discrete variance rounded up by at most 2^-20): the largest one,
+    # except adassp's, which reports its X^T X release's
+    scales = [d.scale for d in gauss] or [d.scale for d in draws]
+    reported = np.max(est.noise_scale_)
+    if solver == "adassp":
+        assert len(scales) == 3 and scales[1] == pytest.approx(reported, rel=1e-6)
+    else:
+        assert max(scales) == pytest.approx(reported, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", sorted(SECURE))
+def test_secure_solver_noise_against_the_default(solver):
+    """Secure noise is at least the default's (zCDP conversion, grid cost) and at most a third more; an
+    under-noised secure fit shows in its draws."""
+    from skdp.privacy.mechanisms import scaled_noise
+
+    est, X, y = _secure_case(solver)
+    base, _, _ = _secure_case(solver, secure=False)
+    est.fit(X, y)
+    base.fit(X, y)
+    ratio = np.max(est.noise_scale_) / np.max(base.noise_scale_)
+    assert 1.0 < ratio < 1.35, ratio
+    with scaled_noise(0.5), record_draws() as draws:
+        est.fit(X, y)
+    scales = [d.scale for d in draws if d.kind == "discrete_gaussian"] or [d.scale for d in draws]
+    reported = np.max(est.noise_scale_)
+    assert (scales[1] if solver == "adassp" else max(scales)) == pytest.approx(0.5 * reported, rel=1e-6)
+
+
+REFUSED = ["dp_svrg", "dp_svrg_pp", "noisy_sgd", "nsgd_moreau", "dp_lssgd", "rrpsgd", "dp_srm", "obj_pert",
+           "obj_pert_svrg", "two_stage", "noisy_sfw_lp"]
+
+
+@pytest.mark.parametrize("solver", REFUSED)
+def test_solvers_without_a_secure_variant_refuse_it_before_the_data(solver):
+    from skdp.solvers import SOLVERS
+
+    est, X, y = _secure_case(solver)
+    reason = SOLVERS[solver].secure_noise_refusal
+    with pytest.raises(ValueError, match="no floating-point-safe variant") as info:
+        est.fit(np.full_like(X, np.nan), y)  # refused before the data is read
+    assert reason in str(info.value)
+    # secure_noise=False is the default noise: accepted
+    est.set_params(solver_options={**est.solver_options, "secure_noise": False}).fit(X, y)
+
+
+def test_every_solver_is_secure_or_refuses():
+    from skdp.solvers import SOLVERS
+
+    assert set(SOLVERS) == set(SECURE) | set(REFUSED)
+    assert all(("secure_noise" in s.option_keys) == (name in SECURE) for name, s in SOLVERS.items())
+
+
+def test_secure_noise_value_is_checked():
+    from skdp import DPLogisticRegression
+
+    with pytest.raises(ValueError, match="True or False"):
+        DPLogisticRegression(solver="dp_gd", solver_options={"secure_noise": "yes"}).fit(None, None)

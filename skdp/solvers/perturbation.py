@@ -185,6 +185,9 @@ class ObjectivePerturbation(Solver):
     reference = "doc/papers/seed003.rst"
     pure_dp = True
     summary = "objective perturbation (KST12 / CMS11), replace-one constants"
+    secure_noise_refusal = ("objective perturbation's guarantee is a change of variables on the continuous noise "
+                            "density (Kifer, Smith, Thakurta 2012): no discrete variant is priced by the accountant; "
+                            "use solver='output_pert' or 'dp_gd' for floating-point-safe noise")
 
     def check(self, loss_name, delta, alpha=0.0):
         super().check(loss_name, delta, alpha)
