@@ -215,4 +215,57 @@ def test_secure_noise_value_is_checked():
     from skdp import DPLogisticRegression
 
     with pytest.raises(ValueError, match="True or False"):
-        DPLogisticRegression(solver="dp_gd", solver_options={"secure_noise": "yes"}).fit(None, None)
+        DPLogisticRegression(solver="dp_gd", classes=[0, 1], solver_options={"secure_noise": "yes"}).fit(None, None)
+
+
+# ------------------------------------------------------------------------------------------
+# the estimator-level route: the private bound selections follow solver_options["secure_noise"]
+# ------------------------------------------------------------------------------------------
+def _data(seed=0, n=300, d=4):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    return X, (X[:, 0] + 0.3 * rng.randn(n) > 0).astype(int)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("skdp").DPLogisticRegression(1.0, classes=[0, 1], solver_options={"secure_noise": True}),
+    lambda: __import__("skdp").DPRidge(1.0, solver_options={"secure_noise": True}),
+    lambda: __import__("skdp").DPSparseLogisticRegression(1.0, n_nonzero_coefs=2, solver="noisy_iht", classes=[0, 1],
+                                                          solver_options={"secure_noise": True}),
+    lambda: __import__("skdp").DPSparseLinearRegression(1.0, n_nonzero_coefs=2, solver="dp_ight",
+                                                        solver_options={"secure_noise": True}),
+], ids=["auto-norm", "auto-norm-and-labels", "sparse-auto-clip", "sparse-auto-labels"])
+def test_estimator_bound_selections_are_exact_with_secure_noise(make):
+    X, y = _data()
+    est = make().set_params(random_state=0)
+    if not hasattr(est, "classes"):
+        y = X @ np.array([1.0, -1.0, 0.0, 0.0]) + 0.1 * np.random.RandomState(1).randn(len(y))
+    with record_draws() as draws:
+        est.fit(X, y)
+    kinds = [d.kind for d in draws]
+    assert "exponential" in kinds  # at least one private bound was selected
+    assert set(kinds) <= {"exponential", "discrete_gaussian"}, kinds
+    selections = sum(e.count for e in est.privacy_events_ if isinstance(e, BoundedRangeEvent))
+    assert kinds.count("exponential") == selections
+    assert est.privacy_spent_.epsilon <= 1.0 + 1e-9
+
+
+def test_private_quantile_secure_selection():
+    from skdp.privacy.quantile import DEFAULT_NORM_GRID, private_quantile
+
+    rng = np.random.RandomState(4)
+    values = np.abs(rng.randn(2000)) * 3
+    with record_draws() as draws:
+        value, event = private_quantile(values, 0.5, 2.0, rng, secure=True)
+    assert event == BoundedRangeEvent(2.0) and value in DEFAULT_NORM_GRID
+    grid = secure_selection_grid(1.0)
+    assert [d.kind for d in draws] == ["exponential"] and draws[0].scale == gumbel_scale(1.0 + grid, 2.0)
+    assert 1.0 < value < 3.0  # the median of |N(0, 9)| is about 2.0
+
+
+def test_label_set_selection_refuses_secure_noise():
+    from skdp import DPLogisticRegression
+
+    X, y = _data()
+    with pytest.raises(ValueError, match="classes='auto' has no floating-point-safe variant"):
+        DPLogisticRegression(1.0, data_norm=2.0, classes="auto", solver_options={"secure_noise": True}).fit(X, y)

@@ -47,12 +47,13 @@ from fractions import Fraction
 
 import numpy as np
 
+from .accounting import gumbel_scale
 from .events import PureDPEvent, ZCDPEvent
-from .mechanisms import _m, _record
+from .mechanisms import _m, _record, report_noisy_max
 
 __all__ = ["bernoulli_exp_neg", "discrete_gaussian", "discrete_gaussian_reference", "discrete_laplace",
            "exponential_mechanism", "secure_gaussian_release", "secure_gaussian_sensitivity", "secure_grid",
-           "secure_laplace_release", "secure_l1_grid", "secure_selection_grid"]
+           "secure_laplace_release", "secure_l1_grid", "secure_selection_grid", "secure_selection_plan", "select"]
 
 _CHUNK = 32
 
@@ -517,3 +518,28 @@ def exponential_mechanism(rng, scores, scale, grid):
         accepted = np.flatnonzero(bernoulli_exp_neg(rng, gaps[proposals] * ratio.numerator, ratio.denominator))
         if accepted.size:
             return int(live[proposals[accepted[0]]])
+
+
+def secure_selection_plan(sensitivity, epsilon, secure):
+    """``(scale, grid)`` of an ``epsilon``-bounded-range selection with score sensitivity ``sensitivity``.
+
+    Default (``secure`` false): the Gumbel scale ``2 sensitivity / epsilon``
+    and no grid (:func:`skdp.privacy.report_noisy_max`). With ``secure``: the
+    scores are rounded to a power-of-two grid (at most 0.1% of the
+    sensitivity), whose cost is charged, ``scale = 2 (sensitivity + grid) /
+    epsilon``, and :func:`select` draws the exact exponential mechanism
+    (:func:`exponential_mechanism`). Either way the
+    selection is ``epsilon``-bounded-range, ``BoundedRangeEvent(epsilon)``.
+    """
+    if not secure:
+        return gumbel_scale(sensitivity, epsilon), None
+    grid = secure_selection_grid(sensitivity)
+    return gumbel_scale(float(sensitivity) + grid, epsilon), grid
+
+
+def select(rng, scores, scale, grid=None):
+    """The selection :func:`secure_selection_plan` planned: Gumbel report-noisy-max, or with a grid the exact one
+    (:func:`exponential_mechanism`)."""
+    if grid is None:
+        return report_noisy_max(rng, scores, scale)
+    return exponential_mechanism(rng, scores, scale, grid)

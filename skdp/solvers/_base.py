@@ -11,13 +11,14 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
                       get_loss, weigh)
-from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, report_noisy_max, zcdp_rho
-from ..privacy.discrete import (exponential_mechanism, secure_gaussian_release, secure_gaussian_sensitivity,
-                                secure_selection_grid)
+from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, zcdp_rho
+from ..privacy.discrete import secure_gaussian_release, secure_gaussian_sensitivity
+from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the solvers' selections
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows", "secure_noise_option", "secure_repeated_plan", "secure_zcdp_rho", "noisy_release", "select",
+           "report_phase", "batch_rows", "secure_noise_option", "secure_repeated_plan", "secure_zcdp_rho",
+           "noisy_release", "select",
            "secure_selection_plan"]
 
 #: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
@@ -396,32 +397,6 @@ def noisy_release(rng, value, sigma, secure=None):
         return secure_gaussian_release(rng, value, *secure)[0]
     value = np.asarray(value, dtype=float)
     return value + gaussian_noise(rng, sigma, value.shape)
-
-
-def secure_selection_plan(sensitivity, epsilon, secure):
-    """``(scale, grid)`` of an ``epsilon``-bounded-range selection with score sensitivity ``sensitivity``.
-
-    Default (``secure`` false): the Gumbel scale ``2 sensitivity / epsilon``
-    and no grid (:func:`skdp.privacy.report_noisy_max`). With ``secure``: the
-    scores are rounded to a power-of-two grid (at most 0.1% of the
-    sensitivity), whose cost is charged, ``scale = 2 (sensitivity + grid) /
-    epsilon``, and :func:`select` draws the exact exponential mechanism
-    (:func:`skdp.privacy.discrete.exponential_mechanism`). Either way the
-    selection is ``epsilon``-bounded-range, ``BoundedRangeEvent(epsilon)``.
-    """
-    from ..privacy import gumbel_scale
-
-    if not secure:
-        return gumbel_scale(sensitivity, epsilon), None
-    grid = secure_selection_grid(sensitivity)
-    return gumbel_scale(float(sensitivity) + grid, epsilon), grid
-
-
-def select(rng, scores, scale, grid=None):
-    """The selection :func:`secure_selection_plan` planned: Gumbel report-noisy-max, or with a grid the exact one."""
-    if grid is None:
-        return report_noisy_max(rng, scores, scale)
-    return exponential_mechanism(rng, scores, scale, grid)
 
 
 def unit_interval_option(options, key, default):
