@@ -34,7 +34,7 @@ EPSILON, DELTA, DATA_NORM = 1.0, 1e-5, 5.0
 def _classifier(solver, classes, **kw):
     sparse = SOLVERS[solver].constraint == "l0"
     if sparse:
-        return DPSparseLogisticRegression(EPSILON, delta=DELTA, solver=solver, n_nonzero_coefs=5,
+        return DPSparseLogisticRegression(EPSILON, delta=DELTA, solver=solver, n_nonzero_coefs=5, classes=classes,
                                           feature_bound=3.0, **kw)
     options = {}
     if SOLVERS[solver].geometry is not None:  # the constrained solvers: a public coefficient ball

@@ -124,8 +124,8 @@ def test_output_pert_secure_noise_mode():
     # the continuous mode at the same budget has less noise (analytic Gaussian vs zCDP)
     cont = DPRidge(solver="output_pert", data_norm=1.0, label_bound=1.0, random_state=0).fit(X, y)
     assert cont.noise_scale_ < m.noise_scale_ < 1.35 * cont.noise_scale_
-    with pytest.raises(ValueError, match="secure_noise"):
-        _secure_ridge(epsilon=1.0, delta=0.0).fit(X, y)
+    pure = _secure_ridge(epsilon=1.0, delta=0.0).fit(X, y)  # the geometric mechanism (tests/test_secure_noise.py)
+    assert pure.solver_info_["noise"] == "discrete_laplace" and pure.privacy_spent_.delta == 0
     clf = DPLogisticRegression(solver="output_pert", data_norm=1.0, classes=[0, 1],
                                solver_options={"secure_noise": True}, random_state=0).fit(X, (y > 0).astype(int))
     assert clf.privacy_spent_.epsilon <= 1.0 + 1e-9

@@ -269,3 +269,25 @@ def test_label_set_selection_refuses_secure_noise():
     X, y = _data()
     with pytest.raises(ValueError, match="classes='auto' has no floating-point-safe variant"):
         DPLogisticRegression(1.0, data_norm=2.0, classes="auto", solver_options={"secure_noise": True}).fit(X, y)
+
+
+def test_pure_output_pert_secure_noise_is_the_geometric_mechanism():
+    """delta = 0: discrete Laplace on a grid, L1 sensitivity sqrt(d) Delta_T (+ the grid), pure epsilon-DP."""
+    from skdp import DPRidge
+    from skdp.privacy.discrete import secure_l1_grid
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-0.5, 0.5, (300, 3))
+    y = X @ np.array([1.0, -0.5, 0.0])
+    kw = dict(epsilon=1.0, delta=0.0, solver="output_pert", data_norm=1.0, label_bound=1.0, fit_intercept=False,
+              random_state=0)
+    with record_draws() as draws:
+        est = DPRidge(**kw, solver_options={"secure_noise": True}).fit(X, y)
+    assert est.privacy_events_ == [PureDPEvent(1.0)] and est.privacy_spent_.delta == 0
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0)
+    l1 = math.sqrt(3) * est.solver_info_["sensitivity"]
+    g = secure_l1_grid(l1, 3)
+    assert est.solver_info_["grid"] == g
+    assert [d.kind for d in draws] == ["discrete_laplace"]
+    assert draws[0].scale == pytest.approx((l1 + 3 * g) / 1.0, rel=1e-8) == est.noise_scale_
+    np.testing.assert_array_equal(est.coef_ / g, np.rint(est.coef_ / g))
