@@ -291,3 +291,39 @@ def test_pure_output_pert_secure_noise_is_the_geometric_mechanism():
     assert [d.kind for d in draws] == ["discrete_laplace"]
     assert draws[0].scale == pytest.approx((l1 + 3 * g) / 1.0, rel=1e-8) == est.noise_scale_
     np.testing.assert_array_equal(est.coef_ / g, np.rint(est.coef_ / g))
+
+
+@pytest.mark.parametrize("solver", sorted(SECURE))
+def test_event_level_audit_of_secure_fits(solver):
+    """Each secure release paired with its event in neighbouring worlds (audit mode, replayed history):
+    within its claim at full noise, above a claim with a quarter of the noise."""
+    from skdp.audit import _event_cases, audit_events
+
+    est, kw = _event_cases(2.0, 1e-5)[solver]
+    est.set_params(solver_options={**(est.get_params().get("solver_options") or {}), "secure_noise": True})
+    full = audit_events(est, n_fits=10, confidence=0.999, **kw)
+    assert full.unpaired == 0 and full.passed, full
+    assert {b.kind for b in full.bounds} >= {"selection" if k == "exponential" else "gaussian" for k in SECURE[solver]}
+    quarter = audit_events(est, n_fits=10, confidence=0.999, noise_multiplier=0.25, **kw)
+    assert not quarter.passed, quarter
+
+
+def test_secure_draws_in_audit_mode_record_and_replay():
+    from skdp.privacy.discrete import secure_gaussian_release
+
+    value = np.array([0.3, -1.7])
+    other = np.array([4.0, 8.0])
+    plain = secure_gaussian_release(np.random.RandomState(5), value, 1.0, 0.5)[0]
+    with record_draws(audit=True) as draws:
+        out, _, _, gamma = secure_gaussian_release(np.random.RandomState(5), value, 1.0, 0.5)
+        index = exponential_mechanism(np.random.RandomState(6), [0.0, 5.0, -np.inf], 1.0, 2.0**-10)
+    np.testing.assert_array_equal(out, plain)  # auditing does not change the release
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(draws[0].audit["query"], np.rint(value / gamma) * gamma)  # the rounded value
+    np.testing.assert_array_equal(draws[0].audit["released"], out)
+    assert draws[1].audit["index"] == index and draws[1].audit["query"][1] == 5.0
+    with record_draws(audit=True, replay=[{"released": other}, {"index": 0}]):
+        replayed = secure_laplace_release(np.random.RandomState(5), value, 1.0, 1.0)[0]
+        chosen = exponential_mechanism(np.random.RandomState(6), [0.0, 5.0], 1.0, 2.0**-10)
+    np.testing.assert_array_equal(replayed, other)
+    assert chosen == 0

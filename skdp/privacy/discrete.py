@@ -49,7 +49,7 @@ import numpy as np
 
 from .accounting import gumbel_scale
 from .events import PureDPEvent, ZCDPEvent
-from .mechanisms import _m, _record, report_noisy_max
+from .mechanisms import _m, _out, _record, _selected, report_noisy_max
 
 __all__ = ["bernoulli_exp_neg", "discrete_gaussian", "discrete_gaussian_reference", "discrete_laplace",
            "exponential_mechanism", "secure_gaussian_release", "secure_gaussian_sensitivity", "secure_grid",
@@ -389,9 +389,10 @@ def secure_gaussian_release(rng, value, sensitivity, rho):
     # sigma_z^2 rounded *up* to a multiple of 2^-20 (and past float error): more noise, never less
     s2 = (sigma / gamma) ** 2 * (1 + 1e-12) * _m() ** 2
     sigma2 = Fraction(math.ceil(s2 * 2**20), 2**20)
-    _record("discrete_gaussian", math.sqrt(float(sigma2)) * gamma, value.shape)
-    noise = discrete_gaussian(rng, sigma2, value.shape)
-    released = (np.rint(units) + noise) * gamma
+    draw = _record("discrete_gaussian", math.sqrt(float(sigma2)) * gamma, value.shape)
+    # integers times a power of two: the sum below is exact, the released value a grid point
+    noise = _out(draw, discrete_gaussian(rng, sigma2, value.shape) * gamma)
+    released = np.rint(units) * gamma + noise  # audit mode: the rounded value is the query recorded
     return released, ZCDPEvent(float(rho)), sigma, gamma
 
 
@@ -454,8 +455,9 @@ def secure_laplace_release(rng, value, sensitivity, epsilon):
     if value.size and np.max(np.abs(units)) >= 2.0**52:
         raise ValueError("value is too large for the release grid (|value| / gamma >= 2^52).")
     b = _rational_up(scale / gamma * _m())
-    _record("discrete_laplace", float(b) * gamma, value.shape)
-    released = (np.rint(units) + discrete_laplace(rng, b, value.shape)) * gamma
+    draw = _record("discrete_laplace", float(b) * gamma, value.shape)
+    noise = _out(draw, discrete_laplace(rng, b, value.shape) * gamma)
+    released = np.rint(units) * gamma + noise
     return released, PureDPEvent(float(epsilon)), scale, gamma
 
 
@@ -494,7 +496,8 @@ def exponential_mechanism(rng, scores, scale, grid):
     priced as :class:`~skdp.privacy.BoundedRangeEvent` like the Gumbel form;
     ties are drawn with equal probability. Scores of ``-inf`` (excluded
     candidates, public) are never chosen. Recorded as an ``"exponential"``
-    draw of ``scale``.
+    draw of ``scale`` (in audit mode with its scores and index, like
+    :func:`skdp.privacy.report_noisy_max`; it has no noise values).
     """
     scores = np.asarray(scores, dtype=np.float64).ravel()
     if np.any(np.isnan(scores)) or np.any(scores == np.inf):
@@ -505,7 +508,7 @@ def exponential_mechanism(rng, scores, scale, grid):
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be positive and finite, got {scale!r}.")
     beta = float(scale) * _m()
-    _record("exponential", beta, (1,))
+    draw = _record("exponential", beta, (1,))
     units = scores[live] / float(grid)
     if np.max(np.abs(units)) >= 2.0**52:
         raise ValueError("scores are too large for the selection grid (|score| / grid >= 2^52).")
@@ -516,8 +519,8 @@ def exponential_mechanism(rng, scores, scale, grid):
     while True:
         proposals = rng.randint(0, live.size, size=batch)
         accepted = np.flatnonzero(bernoulli_exp_neg(rng, gaps[proposals] * ratio.numerator, ratio.denominator))
-        if accepted.size:
-            return int(live[proposals[accepted[0]]])
+        if accepted.size:  # audit mode: the scores are recorded and a replayed index returned
+            return _selected(draw, scores, np.zeros(0), int(live[proposals[accepted[0]]]))
 
 
 def secure_selection_plan(sensitivity, epsilon, secure):
