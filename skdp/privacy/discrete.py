@@ -349,14 +349,17 @@ def discrete_gaussian(rng, sigma2, size):
         raise ValueError(f"sigma2 must be positive, got {sigma2!r}.")
     t = math.isqrt(math.floor(s2)) + 1
     p, q = s2.numerator, s2.denominator
+    if t >= 2**40:
+        raise ValueError(f"sigma2 {sigma2!r} is out of the sampler's range (sigma < 2^40).")
     den = 2 * p * q * t * t
 
-    def propose(rng, m):
-        y = discrete_laplace(rng, t, m)
+    def propose(rng, m):  # the accepted discrete Laplace proposals, each accepted again with the Gaussian ratio
+        y, accepted = _laplace_proposals(rng, m, t, 1)
+        y = y[accepted]
         dev = np.abs(y).astype(object) * (q * t) - p
         return y, bernoulli_exp_neg(rng, dev * dev, den)
 
-    return _fill(rng, size, propose, 1.6)
+    return _fill(rng, size, propose, 2.6)
 
 
 def secure_grid(sensitivity, d):
