@@ -327,3 +327,20 @@ def test_secure_draws_in_audit_mode_record_and_replay():
         chosen = exponential_mechanism(np.random.RandomState(6), [0.0, 5.0], 1.0, 2.0**-10)
     np.testing.assert_array_equal(replayed, other)
     assert chosen == 0
+
+
+def test_pure_selection_solver_stays_pure_with_secure_noise():
+    """dp_fw_l1 at delta = 0: the exact selections are pure epsilon-DP too; the Gaussian solvers need delta > 0."""
+    from skdp import DPSparseLinearRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (300, 6))
+    y = 2 * X[:, 0] - X[:, 1]
+    kw = dict(epsilon=1.0, delta=0.0, n_nonzero_coefs=2, label_bound=3.0, clip_norm=1.0, random_state=0,
+              solver_options={"secure_noise": True})
+    with record_draws() as draws:
+        est = DPSparseLinearRegression(solver="dp_fw_l1", **kw).fit(X, y)
+    assert est.privacy_spent_.delta == 0 and est.privacy_spent_.epsilon <= 1.0 + 1e-9
+    assert {d.kind for d in draws} == {"exponential"}
+    with pytest.raises(ValueError, match="delta > 0"):
+        DPSparseLinearRegression(solver="dpsl_kt", **kw).fit(X, y)
