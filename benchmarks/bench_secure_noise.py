@@ -15,7 +15,11 @@ sign. The private bound selections are not part of the comparison: bounds,
 clip norms and classes are public (a private bound drawn by a different
 mechanism would change the noise scale from seed to seed).
 
-Usage: python benchmarks/bench_secure_noise.py [--seeds S]
+``--large N`` adds a synthetic dataset of ``N`` rows and 50 standard normal
+features (a noisy linear rule, binary), where the fixed cost of each exact
+draw weighs less against the gradients.
+
+Usage: python benchmarks/bench_secure_noise.py [--seeds S] [--large N] [--solvers a,b,...]
 """
 
 import argparse
@@ -61,10 +65,14 @@ def make(solver, classes, secure, seed):
     return est.set_params(solver_options=options or None)
 
 
-def datasets():
+def datasets(large=0):
     for name, loader in [("breast_cancer", load_breast_cancer), ("digits", load_digits)]:
         X, y = loader(return_X_y=True)
         yield name, StandardScaler().fit_transform(X), y
+    if large:
+        rng = np.random.RandomState(0)
+        X = rng.randn(int(large), 50)
+        yield f"synthetic n={int(large)}", X, (X[:, :5].sum(axis=1) + rng.randn(int(large)) > 0).astype(int)
 
 
 def run(solver, X, y, seeds):
@@ -105,11 +113,15 @@ def run(solver, X, y, seeds):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--large", type=int, default=0)
+    parser.add_argument("--solvers", default="")
     args = parser.parse_args(argv)
     solvers = sorted(name for name, s in SOLVERS.items() if "secure_noise" in s.option_keys)
+    if args.solvers:
+        solvers = [s for s in solvers if s in args.solvers.split(",")]
     print(f"epsilon={EPSILON}, delta={DELTA}, {args.seeds} seeds; ratios secure / default")
     print(f"{'solver':<12}{'dataset':<26}{'noise':>8}{'time':>8}{'d acc':>8}{'acc':>7}{'t [s]':>8}")
-    for name, X, y in datasets():
+    for name, X, y in datasets(args.large):
         for solver in solvers:
             for label, noise, t_ratio, d_acc, acc, t_base in run(solver, X, y, args.seeds):
                 print(f"{solver:<12}{name + label:<26}{noise:>8.3f}{t_ratio:>8.2f}{d_acc:>+8.3f}{acc:>7.3f}"
