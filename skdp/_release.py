@@ -350,6 +350,12 @@ def check_class_set(estimator, binary=False, why=""):
                 "row cannot be released with pure epsilon-DP). With delta=0, pass the public label set as "
                 "classes=[...]."
             )
+        if bool((getattr(estimator, "solver_options", None) or {}).get("secure_noise", False)):
+            raise ValueError(
+                "classes='auto' has no floating-point-safe variant (solver_options['secure_noise']): its delta "
+                "is the continuous Gaussian's tail at the threshold, not derived for the discrete Gaussian. "
+                "Pass the public label set as classes=[...]."
+            )
         gaussian_label_set_threshold(*class_selection_budget(estimator))  # validates the selection's budget
         return None
     given = np.asarray(estimator.classes)

@@ -656,7 +656,7 @@ def target_label_bounds(label_bound, n_targets):
 # public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
 # ---------------------------------------------------------------------------------------------
 def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, fit_intercept=True,
-                      intercept_scaling=None, intercept_fraction=0.5):
+                      intercept_scaling=None, intercept_fraction=0.5, secure=False):
     """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
 
     The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
@@ -664,8 +664,11 @@ def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, 
     intercept column, when there is one, is added to that in the norm
     (``intercept_scaling``, or the share ``intercept_fraction`` of ``K``).
     ``norms``: the row norms of ``X`` when the caller has them already.
+    ``secure``: the selection is drawn floating-point safely (the exact
+    exponential mechanism, see :mod:`skdp.privacy.quantile`).
     """
-    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng)
+    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng,
+                                    secure=secure)
     return augmented_row_bound(value * factor, fit_intercept, intercept_scaling, intercept_fraction), event
 
 
@@ -682,7 +685,7 @@ def augmented_row_bound(k_x, fit_intercept=True, intercept_scaling=None, interce
     return math.sqrt(k_x**2 + float(intercept_scaling) ** 2)
 
 
-def private_label_range(y, epsilon, rng, *, width=3.0):
+def private_label_range(y, epsilon, rng, *, width=3.0, secure=False):
     """``label_bound="auto"``: ``((low, high), events)``, the private median +- ``width`` private MADs.
 
     Two selections at ``epsilon`` each: the median on a signed grid, then the
@@ -693,28 +696,30 @@ def private_label_range(y, epsilon, rng, *, width=3.0):
     def counts(grid, centre=None):
         return grid_counts(y if centre is None else np.abs(y - centre), grid)
 
-    return label_range_from_counts(counts, y.size, epsilon, rng, width=width)
+    return label_range_from_counts(counts, y.size, epsilon, rng, width=width, secure=secure)
 
 
-def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0):
+def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secure=False):
     """:func:`private_label_range` from grid counts of the labels.
 
     ``counts(grid, centre)`` returns ``#{i : y_i <= c}`` for every ``c`` of
     ``grid`` (``centre=None``), or ``#{i : |y_i - centre| <= c}``: sums over
     rows, which a distributed fit adds up block by block; the second is asked
     for only after the centre is released. ``n_samples`` is public.
+    ``secure``: both selections floating-point safe (:mod:`skdp.privacy.quantile`).
     """
     centre, ev1 = private_quantile_from_counts(counts(DEFAULT_SIGNED_GRID, None), n_samples, 0.5, epsilon, rng,
-                                               DEFAULT_SIGNED_GRID)
+                                               DEFAULT_SIGNED_GRID, secure)
     spread, ev2 = private_quantile_from_counts(counts(DEFAULT_NORM_GRID, centre), n_samples, 0.5, epsilon, rng,
-                                               DEFAULT_NORM_GRID)
+                                               DEFAULT_NORM_GRID, secure)
     half = width * spread
     return (centre - half, centre + half), [ev1, ev2]
 
 
-def private_clip_norm(gradient_norms, quantile, epsilon, rng):
-    """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms."""
-    return private_quantile(gradient_norms, quantile, epsilon, rng)
+def private_clip_norm(gradient_norms, quantile, epsilon, rng, secure=False):
+    """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms
+    (``secure``: drawn floating-point safely)."""
+    return private_quantile(gradient_norms, quantile, epsilon, rng, secure=secure)
 
 
 def raw_row_bound(data_norm, fit_intercept, intercept_scaling, fraction):

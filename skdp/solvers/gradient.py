@@ -430,6 +430,9 @@ class DPSVRG(Solver):
     multi_output = True
     default_max_iter = 3
     option_keys = {"batch_size": "expected Poisson mini-batch size b (default ceil(sqrt n); >= n: full batches)"}
+    secure_noise_refusal = ("its Poisson-subsampled Gaussian steps are priced by the tight RDP of the subsampled "
+                            "continuous Gaussian (Mironov, Talwar, Zhang 2019), which the accountant does not "
+                            "extend to the discrete Gaussian; use solver='dp_gd' for floating-point-safe gradients")
 
     def schedule(self, problem):
         n = problem.n
