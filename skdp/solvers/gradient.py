@@ -10,16 +10,21 @@ from ..losses import get_loss
 from ..privacy import (
     GaussianEvent,
     PoissonGaussianEvent,
-    ZCDPEvent,
     calibrate,
     calibrate_gaussian,
     gaussian_noise,
     gdp_mu,
     price,
-    zcdp_rho,
 )
-from ..privacy.discrete import secure_gaussian_release, secure_grid
-from ._base import Solver, SolverPlan, SolverResult, register, repeated_gaussian_plan
+from ._base import (
+    Solver,
+    SolverPlan,
+    SolverResult,
+    noisy_release,
+    register,
+    repeated_gaussian_plan,
+    secure_repeated_plan,
+)
 
 __all__ = ["DPGradientDescent", "DPSVRG", "DPSVRGPlusPlus"]
 
@@ -276,22 +281,16 @@ class DPGradientDescent(Solver):
         (Mironov 2012). Each release is ``rho / T``-zCDP with the rounding's
         cost in its sensitivity (Canonne, Kamath, Steinke 2020, Thm. 4), and
         ``rho`` is the zCDP parameter of the budget. Measured at epsilon = 1
-        (defaults otherwise): 2% (breast_cancer) to 5% (digits) more noise than the
-        exact Gaussian-DP calibration, and the exact sampler (pure Python, about
-        0.3 ms per coordinate) makes the fit 4 (breast_cancer) to 12 (digits)
-        times slower, which is why it is an option. It covers the solver's
-        gradient releases only: the private bound and label-set selections
-        made before the solver still draw floating-point noise.
+        (defaults otherwise): 8.5% more noise than the exact Gaussian-DP
+        calibration, and the exact sampler (vectorised integer arithmetic,
+        about 0.3 ms per release) makes these millisecond fits 4 to 6 times
+        slower (1.4 times at 50,000 x 50; ``benchmarks/bench_secure_noise.py``),
+        which is why it is an option. The private bound selections follow the
+        same switch; ``classes="auto"`` refuses it. The curvature release of
+        :meth:`curvature_plan` is not made (it would be a floating-point release).
         """
-        if budget.delta == 0:
-            raise ValueError("solver_options['secure_noise'] needs delta > 0 (it uses the discrete Gaussian).")
-        sens = self.sensitivity(problem)
-        rho = zcdp_rho(budget.epsilon, budget.delta)
         size = problem.p * max(int(problem.n_outputs), 1)
-        gamma = secure_grid(sens, size)
-        sigma = (sens + gamma * math.sqrt(size)) / math.sqrt(2.0 * rho / T)
-        return SolverPlan((ZCDPEvent(rho / T, T),), sigma,
-                          dict(settings, T=T, sigma=sigma, secure=(sens, rho / T)))
+        return secure_repeated_plan(self.sensitivity(problem), T, budget, size, **settings)
 
     @staticmethod
     def accelerate(problem, sigma):
@@ -324,10 +323,7 @@ class DPGradientDescent(Solver):
         point, t_k = w, 1.0  # FISTA's extrapolated point and momentum sequence
         secure = plan.settings.get("secure")
         for _ in range(T):
-            if secure:
-                g = secure_gaussian_release(rng, problem.mean_gradient(point), *secure)[0]
-            else:
-                g = problem.mean_gradient(point) + gaussian_noise(rng, sigma, w.shape)
+            g = noisy_release(rng, problem.mean_gradient(point), sigma, secure)
             if convex:
                 w_next = problem.penalty.prox(point - eta * g, eta)
             else:  # the nonconvex penalty: an explicit gradient step (it is data-independent)
