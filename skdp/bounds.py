@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import PrivacyLeakWarning
+from .losses import take_rows
 from .privacy.quantile import (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, grid_counts, private_quantile,
                                private_quantile_from_counts)
 
@@ -107,8 +108,6 @@ class BoundedDesign:
 
     #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
     _block = 4096
-    #: mini-batches up to this many rows are materialised (augmented) before the products: fewer calls
-    _small_batch = 512
 
     def __init__(self, X, factors=None, intercept=None):
         self._X = X
@@ -128,7 +127,7 @@ class BoundedDesign:
         Only ``X[rows]`` is copied (no augmented array is built): products with
         it are those of ``A[rows]``, as for the whole design.
         """
-        return BoundedDesign(self._X[rows], *self._row_terms(rows))
+        return BoundedDesign(take_rows(self._X, rows), *self._row_terms(rows))
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -148,7 +147,7 @@ class BoundedDesign:
     # -- pieces -----------------------------------------------------------------------------
     def _raw(self, rows):
         """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows)."""
-        B = self._X[rows]
+        B = take_rows(self._X, rows)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):
@@ -159,7 +158,7 @@ class BoundedDesign:
     def _fill(self, out, rows):
         """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``)."""
         d = self._X.shape[1]
-        B = self._X[rows]
+        B = take_rows(self._X, rows)
         f, c = self._row_terms(rows)
         if f is None:
             out[:, :d] = B
@@ -182,8 +181,8 @@ class BoundedDesign:
 
     def _row_terms(self, rows):
         """The clipping factors and intercept values of ``rows`` (``None``, a float or an array each)."""
-        c = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
-        return (None if self._f is None else self._f[rows]), c
+        c = take_rows(self._c, rows) if isinstance(self._c, np.ndarray) else self._c
+        return (None if self._f is None else take_rows(self._f, rows)), c
 
     @staticmethod
     def _margins(B, f, c, w):
@@ -212,7 +211,12 @@ class BoundedDesign:
 
     def _stack(self, parts):
         top, col = parts
-        return top if col is None else np.concatenate([top, np.reshape(col, (1,) + top.shape[1:])])
+        if col is None:
+            return top
+        out = np.empty((top.shape[0] + 1,) + top.shape[1:])
+        out[:-1] = top
+        out[-1] = col
+        return out
 
     # -- products -----------------------------------------------------------------------------
     def __matmul__(self, w):
@@ -246,9 +250,6 @@ class BoundedDesign:
         mini-batch) only those rows are gathered, once.
         """
         w = np.asarray(w, dtype=np.float64)
-        if rows is not None and np.size(rows) <= self._small_batch:  # fewer numpy calls on the augmented rows
-            B = self[rows]
-            return B.T @ derivative(B @ w, rows)
         if rows is not None:
             B, (f, c) = self._raw(rows), self._row_terms(rows)
             return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))

@@ -23,8 +23,8 @@ import numpy as np
 from scipy import special
 
 __all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
-           "clipped_mean_gradient", "ScreenedSquaredGradient", "weigh", "LOSSES", "CAPABILITIES", "register_loss",
-           "get_loss"]
+           "clipped_mean_gradient", "ScreenedSquaredGradient", "weigh", "take_rows", "LOSSES", "CAPABILITIES",
+           "register_loss", "get_loss"]
 
 #: What a solver's proof may need from a loss, and what each means. A loss has a
 #: capability when the attribute of that name is true (see :class:`_GLMLoss`);
@@ -274,6 +274,13 @@ def clip_derivatives(S, norms, clip, vector=False):
     return factor
 
 
+def take_rows(a, rows):
+    """``a[rows]`` along the first axis: ``np.take`` for an index array (the same values, faster than fancy indexing)."""
+    if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
+        return a.take(rows, axis=0)
+    return a[rows]
+
+
 def weigh(S, sample_weight):
     """Per-example derivatives ``S`` (shape ``(n,)`` or ``(n, k)``) times the row weights (``None``: unchanged).
 
@@ -317,9 +324,9 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     """
     if hasattr(X, "gradient_sum"):  # a lazy design: one fused pass, or one gather of the batch
         def derivative(Z, block):
-            S = loss.derivative(Z, y[block])
-            S = S if clip is None else clip_derivatives(S, norms[block], clip, vector=S.ndim == 2)
-            return weigh(S, None if sample_weight is None else sample_weight[block])
+            S = loss.derivative(Z, take_rows(y, block))
+            S = S if clip is None else clip_derivatives(S, take_rows(norms, block), clip, vector=S.ndim == 2)
+            return S if sample_weight is None else weigh(S, take_rows(sample_weight, block))
 
         if rows is None:
             m = X.shape[0]

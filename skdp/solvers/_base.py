@@ -10,7 +10,7 @@ from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
-                      get_loss, weigh)
+                      get_loss, take_rows, weigh)
 from ..privacy import GaussianEvent, calibrate_gaussian
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
@@ -243,7 +243,7 @@ class Problem:
         :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
         without a pass over the rows).
         """
-        if self.progress is not None:
+        if self.progress is not None and self.progress.verbose:
             self.progress.rows_done(self.n if rows is None else _batch_size(rows))
         if (rows is None and self.loss.quadratic and self.clip is not None and np.ndim(coef) == 1
                 and self.sample_weight is None and hasattr(self.X, "gram")):
@@ -264,14 +264,14 @@ class Problem:
         if np.ndim(coef1) != 1:
             return (self.mean_gradient(coef1, rows=rows, n_total=n_total),
                     self.mean_gradient(coef0, rows=rows, n_total=n_total))
-        if self.progress is not None:
+        if self.progress is not None and self.progress.verbose:
             self.progress.rows_done(2 * _batch_size(rows))
         loss, clip, y, norms = self.loss, self.clip, self.y, self.norms
 
         def derivative(Z, r):  # column j: the derivatives at point j, clipped column by column, then weighted
-            S = loss.derivative(Z, y[r][:, None])
-            S = S if clip is None else clip_derivatives(S, norms[r], clip)
-            return S if self.sample_weight is None else S * self.sample_weight[r][:, None]
+            S = loss.derivative(Z, take_rows(y, r)[:, None])
+            S = S if clip is None else clip_derivatives(S, take_rows(norms, r), clip)
+            return S if self.sample_weight is None else S * take_rows(self.sample_weight, r)[:, None]
 
         W = np.column_stack([coef1, coef0])
         if hasattr(self.X, "gradient_sum"):

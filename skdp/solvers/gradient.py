@@ -249,23 +249,39 @@ def poisson_sample(rng, n, q):
     """Indices of a Poisson sample: each of ``n`` rows included independently with prob. ``q``.
 
     Drawn in O(q n) time by geometric gaps between included rows, which has
-    exactly the distribution of independent Bernoulli(q) inclusions.
+    exactly the distribution of independent Bernoulli(q) inclusions. For
+    ``q < 1/3`` a gap is ``ceil(log(1 - U) / log(1 - q))`` with ``U`` uniform:
+    the inversion numpy's legacy ``RandomState.geometric`` computes there, so
+    the same draws (and the same stream) as ``rng.geometric(q)`` with fewer
+    operations; the law is exactly geometric whatever numpy does. Gaps are
+    capped at ``n + 1`` (any gap that long ends the sample either way).
     """
     if q >= 1:
         return np.arange(n)
+    inversion = 0 < q < 1.0 / 3.0 and isinstance(rng, np.random.RandomState)
+    log_q = math.log(1.0 - q) if inversion else None
     out = []
     pos = -1
     while True:
         k = max(16, int(1.2 * q * (n - pos)) + 16)
-        gaps = rng.geometric(q, size=k)
-        idx = pos + np.cumsum(gaps)
-        done = idx >= n
-        if done.any():
-            out.append(idx[: int(np.argmax(done))])
+        if inversion:
+            gaps = rng.random_sample(k)
+            np.negative(gaps, out=gaps)
+            np.log1p(gaps, out=gaps)
+            gaps /= log_q
+            np.ceil(gaps, out=gaps)
+            np.minimum(gaps, n + 1, out=gaps)
+            gaps = gaps.astype(np.int64)
+        else:
+            gaps = rng.geometric(q, size=k)
+        idx = np.cumsum(gaps)
+        idx += pos
+        if idx[-1] >= n:
+            out.append(idx[: int(np.searchsorted(idx, n))])
             break
         out.append(idx)
         pos = int(idx[-1])
-    return np.concatenate(out)
+    return out[0] if len(out) == 1 else np.concatenate(out)
 
 
 @lru_cache(maxsize=256)
