@@ -370,6 +370,9 @@ class ScreenedSquaredGradient:
     refresh_fraction = 0.05
     #: full passes made before the sufficient statistics are worth their one pass
     passes_before_statistics = 2
+    #: cost of the sufficient statistics in fused passes (``X^T X`` is about this many passes' time): with no
+    #: more full gradients than this left to compute, fused passes are cheaper
+    statistics_cost = 4
 
     def __init__(self, X, y, norms, clip):
         self.X, self.y, self.clip = X, np.asarray(y, dtype=float), float(clip)
@@ -387,16 +390,22 @@ class ScreenedSquaredGradient:
     def _clip(self, S, rows):
         return clip_derivatives(S, self.norms[rows], self.clip)
 
-    def __call__(self, w, n_total=None):
-        """Sum of the clipped per-example gradients at ``w`` divided by ``n_total`` (default ``n``)."""
+    def __call__(self, w, n_total=None, remaining=None):
+        """Sum of the clipped per-example gradients at ``w`` divided by ``n_total`` (default ``n``).
+
+        ``remaining``: how many full gradients the caller's public schedule
+        still computes, this one included (``None``: unknown); with
+        :attr:`statistics_cost` or fewer left, the statistics are not built.
+        """
         n = self.X.shape[0]
         denom = n if n_total is None else n_total
         delta = float(np.linalg.norm(w - self.w0))
         np.multiply(self.sq_norms, delta, out=self._bound)
         self._bound += self.t0  # a bound on |r_i| ||x_i|| at w, row by row
         candidates = np.flatnonzero(np.greater(self._bound, self.clip, out=self._over))
-        if candidates.size > self.refresh_fraction * n or (
-                self.XtX is None and self.passes < self.passes_before_statistics):
+        if candidates.size > self.refresh_fraction * n or (self.XtX is None and (
+                self.passes < self.passes_before_statistics
+                or (remaining is not None and remaining <= self.statistics_cost))):
             return self._full_pass(w) / denom
         if self.XtX is None:
             G = self.X.gram(extra=self.y)

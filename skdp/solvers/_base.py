@@ -236,12 +236,14 @@ class Problem:
     #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
     _screened: object = field(default=None, init=False, repr=False, compare=False)
 
-    def mean_gradient(self, coef, rows=None, n_total=None):
+    def mean_gradient(self, coef, rows=None, n_total=None, remaining=None):
         """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
 
         Full-batch gradients of the squared loss on a lazy design go through
         :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
-        without a pass over the rows).
+        without a pass over the rows); ``remaining`` (public: the full
+        gradients the schedule still computes, this one included) lets it skip
+        building the sufficient statistics when few are left.
         """
         if self.progress is not None and self.progress.verbose:
             self.progress.rows_done(self.n if rows is None else _batch_size(rows))
@@ -249,7 +251,7 @@ class Problem:
                 and self.sample_weight is None and hasattr(self.X, "gram")):
             if self._screened is None:
                 self._screened = ScreenedSquaredGradient(self.X, self.y, self.norms, self.clip)
-            return self._screened(coef, n_total)
+            return self._screened(coef, n_total, remaining)
         return clipped_mean_gradient(
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows,
             sample_weight=self.sample_weight,

@@ -368,7 +368,8 @@ class NoisySFWLp(_BallSolver):
             rows = take(size)
             x_r = state["x"].copy()
             sens = (2.0 / size) * min(L1 * D * eta_sum, 2 * L0)
-            diff = self._grad(problem, x_r, rows) - self._grad(problem, x_s, rows)
+            g_r, g_s_rows = problem.mean_gradient_pair(x_r, x_s, rows, n_total=len(rows))  # one gather
+            diff = g_r - g_s_rows
             visit(t, j + 1, x_r, g_s + diff + noise(sens))
 
         for t in range(1, T + 1):

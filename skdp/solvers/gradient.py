@@ -380,11 +380,14 @@ class DPSVRG(Solver):
         return self._plan(problem, budget, T, m, b, T=T, m=m)
 
     @staticmethod
-    def _epoch(problem, w, snapshot, steps, plan, eta, rng):
-        """``steps`` variance-reduced noisy prox steps from ``w``: (last iterate, average iterate)."""
+    def _epoch(problem, w, snapshot, steps, plan, eta, rng, remaining=None):
+        """``steps`` variance-reduced noisy prox steps from ``w``: (last iterate, average iterate).
+
+        ``remaining``: the epochs left, this one included (each takes one full gradient).
+        """
         b, sigma = plan.settings["b"], plan.settings["sigma"]
         n = problem.n
-        full = problem.mean_gradient(snapshot)
+        full = problem.mean_gradient(snapshot, remaining=remaining)
         avg = np.zeros_like(w)
         for _ in range(steps):
             rows = poisson_sample(rng, n, b / n)
@@ -400,8 +403,8 @@ class DPSVRG(Solver):
         T, m = plan.settings["T"], plan.settings["m"]
         eta = 0.5 / (problem.smoothness + problem.penalty.alpha)
         snapshot = np.zeros(problem.coef_shape)
-        for _ in range(T):
-            _, snapshot = self._epoch(problem, snapshot.copy(), snapshot, m, plan, eta, rng)
+        for epoch in range(T):
+            _, snapshot = self._epoch(problem, snapshot.copy(), snapshot, m, plan, eta, rng, remaining=T - epoch)
         return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": m,
                                           "split": plan.settings["split"]})
 
@@ -464,6 +467,6 @@ class DPSVRGPlusPlus(DPSVRG):
         w = snapshot.copy()
         for s in range(1, T + 1):
             # the last iterate w restarts the next epoch; the average becomes its snapshot
-            w, snapshot = self._epoch(problem, w, snapshot, 2**s * m, plan, eta, rng)
+            w, snapshot = self._epoch(problem, w, snapshot, 2**s * m, plan, eta, rng, remaining=T + 1 - s)
         return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": self.total_steps(T, m),
                                           "split": plan.settings["split"]})
