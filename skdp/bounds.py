@@ -251,8 +251,7 @@ class BoundedDesign:
         """
         w = np.asarray(w, dtype=np.float64)
         if rows is not None:
-            B, (f, c) = self._raw(rows), self._row_terms(rows)
-            return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
+            return self._batch_gradient_sum(w, derivative, rows)
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0
         for block in self._blocks():
@@ -262,6 +261,36 @@ class BoundedDesign:
             if c is not None:
                 col = col + c
         return self._stack((top, None if self._c is None else col))
+
+    def _batch_gradient_sum(self, w, derivative, rows):
+        """:meth:`gradient_sum` over the gathered ``rows``: the same products, inlined (a mini-batch step's few
+        rows make the per-call overhead count)."""
+        B = take_rows(self._X, rows)
+        if B.dtype != np.float64:
+            B = B.astype(np.float64)
+        f = None if self._f is None else take_rows(self._f, rows)
+        c = self._c
+        d = B.shape[1]
+        vector = w.ndim == 1
+        Z = B @ (w if c is None else w[:d])
+        if f is not None:
+            fc = f if vector else f[:, None]
+            Z *= fc
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                c = take_rows(c, rows)
+                Z += c * w[d] if vector else np.outer(c, w[d])
+            else:
+                Z += c * w[d]
+        S = derivative(Z, rows)
+        out = np.empty(w.shape)
+        out[:d] = B.T @ (S if f is None else S * fc)
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                out[d] = c @ S
+            else:  # column sums by a product: numpy's axis-0 sum of a narrow (m, k) array is slow
+                out[d] = c * (S.sum() if vector else np.ones(S.shape[0]) @ S)
+        return out
 
     def gram(self, weights=None, extra=None):
         """``A^T diag(weights) A`` as a dense ``(p, p)`` array, by blocks of rows (no copy of ``X``).

@@ -275,7 +275,8 @@ class Problem:
             S = S if clip is None else clip_derivatives(S, take_rows(norms, r), clip)
             return S if self.sample_weight is None else S * take_rows(self.sample_weight, r)[:, None]
 
-        W = np.column_stack([coef1, coef0])
+        W = np.empty((len(coef1), 2))
+        W[:, 0], W[:, 1] = coef1, coef0
         if hasattr(self.X, "gradient_sum"):
             G = self.X.gradient_sum(W, derivative, rows=rows)
         else:

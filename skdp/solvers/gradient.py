@@ -253,33 +253,30 @@ def poisson_sample(rng, n, q):
     ``q < 1/3`` a gap is ``ceil(log(1 - U) / log(1 - q))`` with ``U`` uniform:
     the inversion numpy's legacy ``RandomState.geometric`` computes there, so
     the same draws (and the same stream) as ``rng.geometric(q)`` with fewer
-    operations; the law is exactly geometric whatever numpy does. Gaps are
-    capped at ``n + 1`` (any gap that long ends the sample either way).
+    operations; the law is exactly geometric whatever numpy does. Those gaps
+    are summed in ``float64``: exact below ``2^53``, and any sum past ``n``
+    ends the sample either way.
     """
     if q >= 1:
         return np.arange(n)
-    inversion = 0 < q < 1.0 / 3.0 and isinstance(rng, np.random.RandomState)
-    log_q = math.log(1.0 - q) if inversion else None
+    log_q = math.log(1.0 - q) if 0 < q < 1.0 / 3.0 else 0.0
+    inversion = log_q < 0 and isinstance(rng, np.random.RandomState)
     out = []
     pos = -1
     while True:
         k = max(16, int(1.2 * q * (n - pos)) + 16)
         if inversion:
-            gaps = rng.random_sample(k)
-            np.negative(gaps, out=gaps)
-            np.log1p(gaps, out=gaps)
-            gaps /= log_q
-            np.ceil(gaps, out=gaps)
-            np.minimum(gaps, n + 1, out=gaps)
-            gaps = gaps.astype(np.int64)
+            idx = rng.random_sample(k)
+            np.log1p(np.negative(idx, out=idx), out=idx)
+            idx /= log_q
+            np.cumsum(np.ceil(idx, out=idx), out=idx)
         else:
-            gaps = rng.geometric(q, size=k)
-        idx = np.cumsum(gaps)
+            idx = np.cumsum(rng.geometric(q, size=k))
         idx += pos
         if idx[-1] >= n:
-            out.append(idx[: int(np.searchsorted(idx, n))])
+            out.append(idx[: int(np.searchsorted(idx, n))].astype(np.int64, copy=False))
             break
-        out.append(idx)
+        out.append(idx.astype(np.int64, copy=False))
         pos = int(idx[-1])
     return out[0] if len(out) == 1 else np.concatenate(out)
 

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..losses import clip_derivatives
+from ..losses import clip_derivatives, take_rows
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
 from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_sample
@@ -406,8 +406,11 @@ class DPSRM(_PoissonSolver):
     def _derivatives(problem, rows, *points):
         """The gathered rows, the loss derivatives at each of ``points`` on them, and their norms (one gather)."""
         report_rows(problem, rows.size * len(points))
-        Xb, y = batch_rows(problem.X, rows), problem.y[rows]
-        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), problem.norms[rows])
+        Xb, y = batch_rows(problem.X, rows), take_rows(problem.y, rows)
+        if problem.loss.scalar and np.ndim(points[0]) == 1:  # the points as the columns of one product
+            S = problem.loss.derivative(Xb @ np.column_stack(points), y[:, None])
+            return (Xb, *S.T, take_rows(problem.norms, rows))
+        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), take_rows(problem.norms, rows))
 
     def run(self, problem, plan, rng):
         n = problem.n
