@@ -201,11 +201,11 @@ class NormBall:
         For ``p = 1`` the vertex ``-radius sign(g_j) e_j`` at ``j = argmax |g_j|``.
         """
         g = np.asarray(g, dtype=float)
-        w = np.zeros_like(g)
         top = float(np.max(np.abs(g))) if g.size else 0.0
         if top == 0.0:
-            return w
+            return np.zeros_like(g)
         if self.p == 1.0:
+            w = np.zeros_like(g)
             j = int(np.argmax(np.abs(g)))
             w[j] = -self.radius * np.sign(g[j])
             return w
