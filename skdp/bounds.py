@@ -245,7 +245,9 @@ class BoundedDesign:
 
         ``derivative(Z, r)`` gets the linear predictors of the rows ``r`` (a
         block's slice, or the index array ``rows``) and returns their
-        per-example loss derivatives (clipped as the caller wants). Each block
+        per-example loss derivatives (clipped as the caller wants; with a
+        mini-batch ``rows`` and ``(p, k)`` points it may combine them into
+        fewer columns, e.g. one). Each block
         is read once from memory for both products; with ``rows`` (a
         mini-batch) only those rows are gathered, once.
         """
@@ -283,7 +285,9 @@ class BoundedDesign:
             else:
                 Z += c * w[d]
         S = derivative(Z, rows)
-        out = np.empty(w.shape)
+        if f is not None and S.ndim != Z.ndim:  # one combined column from several points
+            fc = f if S.ndim == 1 else f[:, None]
+        out = np.empty((w.shape[0],) + S.shape[1:])
         out[:d] = B.T @ (S if f is None else S * fc)
         if c is not None:
             if isinstance(c, np.ndarray):

@@ -428,13 +428,7 @@ class DPSRM(_PoissonSolver):
             rows = poisson_sample(rng, n, b / n)
             contrib = np.zeros_like(theta)
             if rows.size:
-                Xb, S_new, S_old, norms = self._derivatives(problem, rows, new, theta)
-                vector = np.ndim(S_new) == 2
-                # clipped to the bounds over W, then weighted: each row's terms stay within G and C2
-                W = problem.weight_bound
-                a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)
-                dlt = problem.weigh(clip_derivatives(S_new - S_old, norms, C2 / W, vector=vector), rows)
-                contrib = np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
+                contrib = self._contribution(problem, rows, new, theta, G, C2, gamma)
             v = (contrib / b + (1 - gamma) * v + self.penalty_gradient(problem, new)
                  - (1 - gamma) * self.penalty_gradient(problem, theta) + gaussian_noise(rng, std, theta.shape))
             theta = new
@@ -444,6 +438,35 @@ class DPSRM(_PoissonSolver):
         info = {"batch_size": b, "initial_batch_size": b0, "diff_clip": C2, "momentum": gamma,
                 "learning_rate": eta, "noise_multiplier": z, "returned_iterate": pick if pick is not None else T}
         return SolverResult(coef, T, info)
+
+    @classmethod
+    def _contribution(cls, problem, rows, new, old, G, C2, gamma):
+        """``sum_{i in rows} gamma a_i + (1 - gamma) d_i`` (one gather of the rows).
+
+        ``a_i`` is row ``i``'s gradient at ``new`` and ``d_i`` its gradient
+        difference between ``new`` and ``old``, clipped to ``G / W`` and
+        ``C2 / W`` (``W`` the weight bound), then weighted: each row's terms
+        stay within ``G`` and ``C2``.
+        """
+        W = problem.weight_bound
+        if hasattr(problem.X, "gradient_sum") and problem.loss.scalar and np.ndim(new) == 1:
+            report_rows(problem, 2 * rows.size)
+            y, norms = take_rows(problem.y, rows)[:, None], take_rows(problem.norms, rows)
+
+            def combined(Z, r):  # column 0: the derivatives at new, column 1: at old
+                S = problem.loss.derivative(Z, y)
+                a = problem.weigh(clip_derivatives(S[:, 0], norms, G / W), r)
+                dlt = problem.weigh(clip_derivatives(S[:, 0] - S[:, 1], norms, C2 / W), r)
+                return gamma * a + (1 - gamma) * dlt
+
+            points = np.empty((len(new), 2))
+            points[:, 0], points[:, 1] = new, old
+            return problem.X.gradient_sum(points, combined, rows=rows)
+        Xb, S_new, S_old, norms = cls._derivatives(problem, rows, new, old)
+        vector = np.ndim(S_new) == 2
+        a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)
+        dlt = problem.weigh(clip_derivatives(S_new - S_old, norms, C2 / W, vector=vector), rows)
+        return np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
 
     @staticmethod
     def _clipped_sum(problem, rows, w, G):
