@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk
 
 from .exceptions import PrivacyLeakWarning
+from .losses import take_rows
 from .privacy.quantile import (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, grid_counts, private_quantile,
                                private_quantile_from_counts)
 
@@ -124,8 +125,6 @@ class BoundedDesign:
 
     #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
     _block = BLOCK_ROWS
-    #: mini-batches up to this many rows are materialised (augmented) before the products: fewer calls
-    _small_batch = 512
 
     def __init__(self, X, factors=None, intercept=None, feature_clip=None):
         self._X = X
@@ -147,7 +146,7 @@ class BoundedDesign:
         Only ``X[rows]`` is copied (no augmented array is built): products with
         it are those of ``A[rows]``, as for the whole design.
         """
-        return BoundedDesign(self._X[rows], *self._row_terms(rows), feature_clip=self._clip)
+        return BoundedDesign(take_rows(self._X, rows), *self._row_terms(rows), feature_clip=self._clip)
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -171,7 +170,7 @@ class BoundedDesign:
         ``reuse=True`` (a full pass's blocks, one at a time): the winsorised
         block is written into one buffer kept by the design, not a new array.
         """
-        B = self._X[rows]
+        B = take_rows(self._X, rows)
         if self._clip is not None:  # a float64 copy of the block, compared in float64 (float32 input)
             if not reuse:
                 return np.clip(B, -self._clip, self._clip, dtype=np.float64)
@@ -188,7 +187,7 @@ class BoundedDesign:
     def _fill(self, out, rows):
         """Write the augmented rows ``A[rows]`` into ``out`` (shape ``(m, p)``)."""
         d = self._X.shape[1]
-        B = self._X[rows]
+        B = take_rows(self._X, rows)
         f, c = self._row_terms(rows)
         if self._clip is not None:
             np.clip(B, -self._clip, self._clip, out=out[:, :d], dtype=np.float64)
@@ -214,8 +213,8 @@ class BoundedDesign:
 
     def _row_terms(self, rows):
         """The clipping factors and intercept values of ``rows`` (``None``, a float or an array each)."""
-        c = self._c[rows] if isinstance(self._c, np.ndarray) else self._c
-        return (None if self._f is None else self._f[rows]), c
+        c = take_rows(self._c, rows) if isinstance(self._c, np.ndarray) else self._c
+        return (None if self._f is None else take_rows(self._f, rows)), c
 
     @staticmethod
     def _margins(B, f, c, w):
@@ -244,7 +243,12 @@ class BoundedDesign:
 
     def _stack(self, parts):
         top, col = parts
-        return top if col is None else np.concatenate([top, np.reshape(col, (1,) + top.shape[1:])])
+        if col is None:
+            return top
+        out = np.empty((top.shape[0] + 1,) + top.shape[1:])
+        out[:-1] = top
+        out[-1] = col
+        return out
 
     # -- products -----------------------------------------------------------------------------
     def __matmul__(self, w):
@@ -273,17 +277,15 @@ class BoundedDesign:
 
         ``derivative(Z, r)`` gets the linear predictors of the rows ``r`` (a
         block's slice, or the index array ``rows``) and returns their
-        per-example loss derivatives (clipped as the caller wants). Each block
+        per-example loss derivatives (clipped as the caller wants; with a
+        mini-batch ``rows`` and ``(p, k)`` points it may combine them into
+        fewer columns, e.g. one). Each block
         is read once from memory for both products; with ``rows`` (a
         mini-batch) only those rows are gathered, once.
         """
         w = np.asarray(w, dtype=np.float64)
-        if rows is not None and np.size(rows) <= self._small_batch:  # fewer numpy calls on the augmented rows
-            B = self[rows]
-            return B.T @ derivative(B @ w, rows)
         if rows is not None:
-            B, (f, c) = self._raw(rows), self._row_terms(rows)
-            return self._stack(self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), rows)))
+            return self._batch_gradient_sum(w, derivative, rows)
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0
         for block in self._blocks():
@@ -293,6 +295,40 @@ class BoundedDesign:
             if c is not None:
                 col = col + c
         return self._stack((top, None if self._c is None else col))
+
+    def _batch_gradient_sum(self, w, derivative, rows):
+        """:meth:`gradient_sum` over the gathered ``rows``: the same products, inlined (a mini-batch step's few
+        rows make the per-call overhead count)."""
+        B = take_rows(self._X, rows)
+        if self._clip is not None:  # the winsorised rows (the norms and factors are theirs)
+            B = np.clip(B, -self._clip, self._clip, dtype=np.float64)
+        elif B.dtype != np.float64:
+            B = B.astype(np.float64)
+        f = None if self._f is None else take_rows(self._f, rows)
+        c = self._c
+        d = B.shape[1]
+        vector = w.ndim == 1
+        Z = B @ (w if c is None else w[:d])
+        if f is not None:
+            fc = f if vector else f[:, None]
+            Z *= fc
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                c = take_rows(c, rows)
+                Z += c * w[d] if vector else np.outer(c, w[d])
+            else:
+                Z += c * w[d]
+        S = derivative(Z, rows)
+        if f is not None and S.ndim != Z.ndim:  # one combined column from several points
+            fc = f if S.ndim == 1 else f[:, None]
+        out = np.empty((w.shape[0],) + S.shape[1:])
+        out[:d] = B.T @ (S if f is None else S * fc)
+        if c is not None:
+            if isinstance(c, np.ndarray):
+                out[d] = c @ S
+            else:  # column sums by a product: numpy's axis-0 sum of a narrow (m, k) array is slow
+                out[d] = c * (S.sum() if vector else np.ones(S.shape[0]) @ S)
+        return out
 
     def gram(self, weights=None, extra=None):
         """``A^T diag(weights) A`` as a dense ``(p, p)`` array, by blocks of rows (no copy of ``X``).

@@ -23,8 +23,8 @@ import numpy as np
 from scipy import special
 
 __all__ = ["LogisticLoss", "MultinomialLoss", "SquaredLoss", "HingeLoss", "moreau_hinge_derivative", "clip_derivatives",
-           "clipped_mean_gradient", "ScreenedSquaredGradient", "weigh", "LOSSES", "CAPABILITIES", "register_loss",
-           "get_loss"]
+           "clipped_mean_gradient", "ScreenedSquaredGradient", "weigh", "take_rows", "LOSSES", "CAPABILITIES",
+           "register_loss", "get_loss"]
 
 #: What a solver's proof may need from a loss, and what each means. A loss has a
 #: capability when the attribute of that name is true (see :class:`_GLMLoss`);
@@ -274,6 +274,13 @@ def clip_derivatives(S, norms, clip, vector=False):
     return factor
 
 
+def take_rows(a, rows):
+    """``a[rows]`` along the first axis: ``np.take`` for an index array (the same values, faster than fancy indexing)."""
+    if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
+        return a.take(rows, axis=0)
+    return a[rows]
+
+
 def weigh(S, sample_weight):
     """Per-example derivatives ``S`` (shape ``(n,)`` or ``(n, k)``) times the row weights (``None``: unchanged).
 
@@ -317,9 +324,9 @@ def clipped_mean_gradient(loss, X, y, coef, norms, clip, n_total=None, rows=None
     """
     if hasattr(X, "gradient_sum"):  # a lazy design: one fused pass, or one gather of the batch
         def derivative(Z, block):
-            S = loss.derivative(Z, y[block])
-            S = S if clip is None else clip_derivatives(S, norms[block], clip, vector=S.ndim == 2)
-            return weigh(S, None if sample_weight is None else sample_weight[block])
+            S = loss.derivative(Z, take_rows(y, block))
+            S = S if clip is None else clip_derivatives(S, take_rows(norms, block), clip, vector=S.ndim == 2)
+            return S if sample_weight is None else weigh(S, take_rows(sample_weight, block))
 
         if rows is None:
             m = X.shape[0]
@@ -363,6 +370,9 @@ class ScreenedSquaredGradient:
     refresh_fraction = 0.05
     #: full passes made before the sufficient statistics are worth their one pass
     passes_before_statistics = 2
+    #: cost of the sufficient statistics in fused passes (``X^T X`` is about this many passes' time): with no
+    #: more full gradients than this left to compute, fused passes are cheaper
+    statistics_cost = 4
 
     def __init__(self, X, y, norms, clip):
         self.X, self.y, self.clip = X, np.asarray(y, dtype=float), float(clip)
@@ -380,16 +390,22 @@ class ScreenedSquaredGradient:
     def _clip(self, S, rows):
         return clip_derivatives(S, self.norms[rows], self.clip)
 
-    def __call__(self, w, n_total=None):
-        """Sum of the clipped per-example gradients at ``w`` divided by ``n_total`` (default ``n``)."""
+    def __call__(self, w, n_total=None, remaining=None):
+        """Sum of the clipped per-example gradients at ``w`` divided by ``n_total`` (default ``n``).
+
+        ``remaining``: how many full gradients the caller's public schedule
+        still computes, this one included (``None``: unknown); with
+        :attr:`statistics_cost` or fewer left, the statistics are not built.
+        """
         n = self.X.shape[0]
         denom = n if n_total is None else n_total
         delta = float(np.linalg.norm(w - self.w0))
         np.multiply(self.sq_norms, delta, out=self._bound)
         self._bound += self.t0  # a bound on |r_i| ||x_i|| at w, row by row
         candidates = np.flatnonzero(np.greater(self._bound, self.clip, out=self._over))
-        if candidates.size > self.refresh_fraction * n or (
-                self.XtX is None and self.passes < self.passes_before_statistics):
+        if candidates.size > self.refresh_fraction * n or (self.XtX is None and (
+                self.passes < self.passes_before_statistics
+                or (remaining is not None and remaining <= self.statistics_cost))):
             return self._full_pass(w) / denom
         if self.XtX is None:
             G = self.X.gram(extra=self.y)

@@ -197,6 +197,12 @@ def test_noisy_sfw_lp_tree_accounting(monkeypatch):
         seen.append(np.asarray(rows))
         return orig(pb, w, rows)
 
+    orig_pair = constrained._BallSolver._grad_pair
+
+    def spy_pair(pb, w1, w0, rows):  # a right child's rows, read at its two iterates
+        seen.extend([np.asarray(rows)] * 2)
+        return orig_pair(pb, w1, w0, rows)
+
     sens_seen = []
     orig_noise = constrained.generalized_gaussian_noise
 
@@ -205,8 +211,10 @@ def test_noisy_sfw_lp_tree_accounting(monkeypatch):
         return orig_noise(rng_, sigma, size, r)
 
     monkeypatch.setattr(constrained._BallSolver, "_grad", staticmethod(spy))
+    monkeypatch.setattr(constrained._BallSolver, "_grad_pair", staticmethod(spy_pair))
     monkeypatch.setattr(constrained, "generalized_gaussian_noise", spy_noise)
     res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(1))
+    assert sum(s.size for s in seen) == res.info["rows_used"] + (res.info["rows_used"] - b * T)
     assert res.info["releases"] == sum(2**t for t in range(1, T + 1))
     assert res.info["fw_steps"] == sum(2**t for t in range(1, T + 1))
     assert res.info["rows_used"] == b * T * (T + 5) // 4
@@ -282,6 +290,24 @@ def test_noisy_sgd_card_fixture():
     assert 0.99 <= spent <= 1.0
     # the paper's sigma (0.042919) prices at 0.836 < 1 under Poisson replace-one, so ours is smaller
     assert sigma < 0.042919
+
+
+def test_noisy_sgd_step_cap_keeps_the_batch_of_the_uncapped_schedule():
+    """Above the 2000-step cap (n > 16000) the batch is Thm 3.2's for T0; the accountant prices the T steps run."""
+    solver = get_solver("noisy_sgd")
+    budget = PrivacyBudget(1.0, 1e-5)
+    prob = _planning_problem(200_000, 51, data_norm=2.0, radius=1.0, geometry_p=2.0)
+    T, m = solver.schedule(prob, budget)
+    T0 = min(200_000 / 8, 200_000**2 / (32 * 51 * math.log(1e5)))
+    assert (T, m) == (2000, math.ceil(200_000 * math.sqrt(1.0 / (4 * T0)))) and m < 200_000 * math.sqrt(1 / 8000)
+    plan = solver.make_plan(prob, budget)
+    assert plan.events[0].count == 2000 and plan.events[0].sampling_rate == m / 200_000
+    assert 0.99 <= price(list(plan.events), 1e-5).budget.epsilon <= 1.0
+    small = _planning_problem(8000, 51, data_norm=2.0, radius=1.0, geometry_p=2.0)  # no cap: unchanged
+    assert solver.schedule(small, budget) == (1000, math.ceil(8000 * math.sqrt(1.0 / 4000)))
+    capped = _planning_problem(200_000, 51, data_norm=2.0, radius=1.0, geometry_p=2.0)
+    capped.max_iter = 500  # max_iter sets T0 itself
+    assert solver.schedule(capped, budget) == (500, math.ceil(200_000 * math.sqrt(1.0 / 2000)))
 
 
 def test_nsgd_moreau_beta_fixture():

@@ -41,3 +41,24 @@ def test_poisson_sample_has_independent_inclusions():
     assert sizes.mean() == pytest.approx(n * q, rel=0.02)
     assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.05)
     np.testing.assert_array_equal(poisson_sample(rng, 7, 1.0), np.arange(7))
+
+
+@pytest.mark.parametrize("q", [1e-4, 0.0112, 0.2, 0.34, 0.9])
+def test_poisson_sample_draws_the_geometric_gaps_of_rng_geometric(q):
+    """The sampler's gaps are numpy's own ``RandomState.geometric(q)`` draws (inversion for q < 1/3, same stream)."""
+    from skdp.solvers.gradient import poisson_sample
+
+    n = 5000
+    a, b = np.random.RandomState(3), np.random.RandomState(3)
+    for _ in range(5):
+        got = poisson_sample(a, n, q)
+        rows, pos = [], -1
+        while True:  # the gap-by-gap definition, from numpy's geometric sampler
+            k = max(16, int(1.2 * q * (n - pos)) + 16)
+            idx = pos + np.cumsum(b.geometric(q, size=k))
+            rows.append(idx[idx < n])
+            if idx[-1] >= n:
+                break
+            pos = int(idx[-1])
+        np.testing.assert_array_equal(got, np.concatenate(rows))
+    assert a.random_sample() == b.random_sample()  # the generator advanced by the same draws

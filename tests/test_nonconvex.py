@@ -283,3 +283,17 @@ def test_dp_gd_without_noise_finds_a_stationary_point_of_the_nonconvex_objective
         np.linalg.norm(X, axis=1), 1e-300)  # the estimator's clipped (Huber-type) logistic gradient
     grad = X.T @ derivative / 200 + 2 * lam * w / (1 + w**2) ** 2
     assert np.linalg.norm(grad) < 1e-6
+
+
+@pytest.mark.parametrize("d", [2, 17, 300])
+def test_dp_lssgd_smoothing_is_the_fft_solve(d):
+    """The solver's smoothing (a dense inverse for small d, the FFT above) is ``A_sigma^{-1}`` on the feature rows."""
+    solver = get_solver("dp_lssgd")
+
+    class P:
+        intercept_index = d
+
+    v = np.random.RandomState(d).randn(d + 1, 2)
+    out = solver.smooth(P, v, 1.5)
+    np.testing.assert_allclose(out[:d], np.linalg.solve(_dense_A(1.5, d), v[:d]), atol=1e-12)
+    assert np.array_equal(out[d], v[d])

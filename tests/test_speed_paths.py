@@ -97,6 +97,24 @@ def test_screened_squared_gradient_equals_the_direct_clipped_gradient():
     assert kinds == {"pass", "screened"} and max(gathered) > 0
 
 
+def test_screened_squared_gradient_builds_no_statistics_for_the_last_few_gradients():
+    """With at most ``statistics_cost`` full gradients left (a public schedule), fused passes, not X^T X."""
+    X = _rows(n=500, d=4)
+    b = bound_features(X, 2.0, True, None, lazy=True)
+    y = 0.3 * np.clip(X[:, 0], -1, 1)  # no row near the clip: the screened path applies
+    w = np.full(5, 0.01)
+    want = clipped_mean_gradient(SquaredLoss(), b.X.toarray(), y, w, b.row_norms, 2.0)
+    screened = ScreenedSquaredGradient(b.X, y, b.row_norms, 2.0)
+    cost = screened.statistics_cost
+    for left in range(cost + 3, 0, -1):
+        np.testing.assert_allclose(screened(w, remaining=left), want, rtol=1e-10, atol=1e-13)
+        assert (screened.XtX is None) == (left > cost + 1)  # built on the third call (two passes first)
+    late = ScreenedSquaredGradient(b.X, y, b.row_norms, 2.0)
+    for left in range(cost, 0, -1):
+        np.testing.assert_allclose(late(w, remaining=left), want, rtol=1e-10, atol=1e-13)
+    assert late.XtX is None and late.passes == cost
+
+
 def test_quantile_counts_without_sorting():
     rng = np.random.RandomState(4)
     for grid in (DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID):
@@ -154,6 +172,13 @@ def test_winsorised_design_is_lazy_and_equals_the_clipped_copy():
     np.testing.assert_allclose(A.gather(rows).toarray(), B[rows], rtol=1e-14)
     np.testing.assert_allclose(A[rows[:50]], B[rows[:50]], rtol=1e-14)
     np.testing.assert_allclose(lazy.row_norms, eager.row_norms, rtol=1e-14)
+    # the fused passes, full and mini-batch, see the winsorised rows
+    def der(Z, r):
+        return np.tanh(Z)
+
+    np.testing.assert_allclose(A.gradient_sum(w, der), B.T @ np.tanh(B @ w), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(A.gradient_sum(w, der, rows=rows), B[rows].T @ np.tanh(B[rows] @ w),
+                               rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])

@@ -223,10 +223,10 @@ def generalized_gaussian_noise(rng, sigma, size, r=2.0):
     ``max |Y_i|`` so that large ``r`` does not overflow.
     """
     shape = _shape(size)
-    d = int(np.prod(shape))
     r = float(r)
     if r == 2.0:
         return gaussian_noise(rng, sigma, shape)
+    d = int(np.prod(shape))
     draw = _record("generalized_gaussian", float(sigma) * _m(), shape)
     while True:
         Y = rng.gamma(1.0 / r, 1.0, size=d) ** (1.0 / r) * rng.choice([-1.0, 1.0], size=d)

@@ -10,7 +10,7 @@ from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
-                      get_loss, weigh)
+                      get_loss, take_rows, weigh)
 from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, zcdp_rho
 from ..privacy.discrete import secure_gaussian_release, secure_gaussian_sensitivity
 from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the solvers' selections
@@ -240,20 +240,22 @@ class Problem:
     #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
     _screened: object = field(default=None, init=False, repr=False, compare=False)
 
-    def mean_gradient(self, coef, rows=None, n_total=None):
+    def mean_gradient(self, coef, rows=None, n_total=None, remaining=None):
         """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
 
         Full-batch gradients of the squared loss on a lazy design go through
         :class:`~skdp.losses.ScreenedSquaredGradient` (same values, mostly
-        without a pass over the rows).
+        without a pass over the rows); ``remaining`` (public: the full
+        gradients the schedule still computes, this one included) lets it skip
+        building the sufficient statistics when few are left.
         """
-        if self.progress is not None:
+        if self.progress is not None and self.progress.verbose:
             self.progress.rows_done(self.n if rows is None else _batch_size(rows))
         if (rows is None and self.loss.quadratic and self.clip is not None and np.ndim(coef) == 1
                 and self.sample_weight is None and hasattr(self.X, "gram")):
             if self._screened is None:
                 self._screened = ScreenedSquaredGradient(self.X, self.y, self.norms, self.clip)
-            return self._screened(coef, n_total)
+            return self._screened(coef, n_total, remaining)
         return clipped_mean_gradient(
             self.loss, self.X, self.y, coef, self.norms, self.clip, n_total=n_total, rows=rows,
             sample_weight=self.sample_weight,
@@ -268,16 +270,17 @@ class Problem:
         if np.ndim(coef1) != 1:
             return (self.mean_gradient(coef1, rows=rows, n_total=n_total),
                     self.mean_gradient(coef0, rows=rows, n_total=n_total))
-        if self.progress is not None:
+        if self.progress is not None and self.progress.verbose:
             self.progress.rows_done(2 * _batch_size(rows))
         loss, clip, y, norms = self.loss, self.clip, self.y, self.norms
 
         def derivative(Z, r):  # column j: the derivatives at point j, clipped column by column, then weighted
-            S = loss.derivative(Z, y[r][:, None])
-            S = S if clip is None else clip_derivatives(S, norms[r], clip)
-            return S if self.sample_weight is None else S * self.sample_weight[r][:, None]
+            S = loss.derivative(Z, take_rows(y, r)[:, None])
+            S = S if clip is None else clip_derivatives(S, take_rows(norms, r), clip)
+            return S if self.sample_weight is None else S * take_rows(self.sample_weight, r)[:, None]
 
-        W = np.column_stack([coef1, coef0])
+        W = np.empty((len(coef1), 2))
+        W[:, 0], W[:, 1] = coef1, coef0
         if hasattr(self.X, "gradient_sum"):
             G = self.X.gradient_sum(W, derivative, rows=rows)
         else:

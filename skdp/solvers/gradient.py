@@ -343,23 +343,36 @@ def poisson_sample(rng, n, q):
     """Indices of a Poisson sample: each of ``n`` rows included independently with prob. ``q``.
 
     Drawn in O(q n) time by geometric gaps between included rows, which has
-    exactly the distribution of independent Bernoulli(q) inclusions.
+    exactly the distribution of independent Bernoulli(q) inclusions. For
+    ``q < 1/3`` a gap is ``ceil(log(1 - U) / log(1 - q))`` with ``U`` uniform:
+    the inversion numpy's legacy ``RandomState.geometric`` computes there, so
+    the same draws (and the same stream) as ``rng.geometric(q)`` with fewer
+    operations; the law is exactly geometric whatever numpy does. Those gaps
+    are summed in ``float64``: exact below ``2^53``, and any sum past ``n``
+    ends the sample either way.
     """
     if q >= 1:
         return np.arange(n)
+    log_q = math.log(1.0 - q) if 0 < q < 1.0 / 3.0 else 0.0
+    inversion = log_q < 0 and isinstance(rng, np.random.RandomState)
     out = []
     pos = -1
     while True:
         k = max(16, int(1.2 * q * (n - pos)) + 16)
-        gaps = rng.geometric(q, size=k)
-        idx = pos + np.cumsum(gaps)
-        done = idx >= n
-        if done.any():
-            out.append(idx[: int(np.argmax(done))])
+        if inversion:
+            idx = rng.random_sample(k)
+            np.log1p(np.negative(idx, out=idx), out=idx)
+            idx /= log_q
+            np.cumsum(np.ceil(idx, out=idx), out=idx)
+        else:
+            idx = np.cumsum(rng.geometric(q, size=k))
+        idx += pos
+        if idx[-1] >= n:
+            out.append(idx[: int(np.searchsorted(idx, n))].astype(np.int64, copy=False))
             break
-        out.append(idx)
+        out.append(idx.astype(np.int64, copy=False))
         pos = int(idx[-1])
-    return np.concatenate(out)
+    return out[0] if len(out) == 1 else np.concatenate(out)
 
 
 @lru_cache(maxsize=256)
@@ -461,11 +474,14 @@ class DPSVRG(Solver):
         return self._plan(problem, budget, T, m, b, T=T, m=m)
 
     @staticmethod
-    def _epoch(problem, w, snapshot, steps, plan, eta, rng):
-        """``steps`` variance-reduced noisy prox steps from ``w``: (last iterate, average iterate)."""
+    def _epoch(problem, w, snapshot, steps, plan, eta, rng, remaining=None):
+        """``steps`` variance-reduced noisy prox steps from ``w``: (last iterate, average iterate).
+
+        ``remaining``: the epochs left, this one included (each takes one full gradient).
+        """
         b, sigma = plan.settings["b"], plan.settings["sigma"]
         n = problem.n
-        full = problem.mean_gradient(snapshot)
+        full = problem.mean_gradient(snapshot, remaining=remaining)
         avg = np.zeros_like(w)
         for _ in range(steps):
             rows = poisson_sample(rng, n, b / n)
@@ -481,8 +497,8 @@ class DPSVRG(Solver):
         T, m = plan.settings["T"], plan.settings["m"]
         eta = 0.5 / (problem.smoothness + problem.penalty.alpha)
         snapshot = np.zeros(problem.coef_shape)
-        for _ in range(T):
-            _, snapshot = self._epoch(problem, snapshot.copy(), snapshot, m, plan, eta, rng)
+        for epoch in range(T):
+            _, snapshot = self._epoch(problem, snapshot.copy(), snapshot, m, plan, eta, rng, remaining=T - epoch)
         return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": m,
                                           "split": plan.settings["split"]})
 
@@ -545,6 +561,6 @@ class DPSVRGPlusPlus(DPSVRG):
         w = snapshot.copy()
         for s in range(1, T + 1):
             # the last iterate w restarts the next epoch; the average becomes its snapshot
-            w, snapshot = self._epoch(problem, w, snapshot, 2**s * m, plan, eta, rng)
+            w, snapshot = self._epoch(problem, w, snapshot, 2**s * m, plan, eta, rng, remaining=T + 1 - s)
         return SolverResult(snapshot, T, {"batch_size": plan.settings["b"], "inner_steps": self.total_steps(T, m),
                                           "split": plan.settings["split"]})

@@ -16,10 +16,11 @@ added outside the clipping.
 """
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
-from ..losses import clip_derivatives
+from ..losses import clip_derivatives, take_rows
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
 from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_sample
@@ -51,6 +52,19 @@ def laplacian_smooth(v, sigma, axis=0):
     shape = [1] * v.ndim
     shape[axis] = lam.size
     return np.fft.irfft(np.fft.rfft(v, axis=axis) / lam.reshape(shape), n=d, axis=axis)
+
+
+#: up to this many smoothed rows, ``A_sigma^{-1}`` is applied as a dense matrix built once (by the FFT, from the
+#: identity): one small product per step instead of an FFT pair (same values up to summation order)
+DENSE_SMOOTHING_MAX = 256
+
+
+@lru_cache(maxsize=32)
+def _smoothing_matrix(sigma, d):
+    """``A_sigma^{-1}`` for ``d`` rows as a read-only dense array (its columns smoothed by :func:`laplacian_smooth`)."""
+    M = laplacian_smooth(np.eye(d), sigma, axis=0)
+    M.setflags(write=False)
+    return M
 
 
 def ls_gamma(sigma, d):
@@ -200,7 +214,11 @@ class DPLSSGD(_PoissonSolver):
             return v
         out = np.array(v, dtype=float, copy=True)
         rows = slice(None) if problem.intercept_index is None else slice(0, problem.intercept_index)
-        out[rows] = laplacian_smooth(out[rows], sigma, axis=0)
+        k = out[rows].shape[0]
+        if 1 < k <= DENSE_SMOOTHING_MAX:
+            out[rows] = _smoothing_matrix(float(sigma), k) @ out[rows]
+        else:
+            out[rows] = laplacian_smooth(out[rows], sigma, axis=0)
         return out
 
     def run(self, problem, plan, rng):
@@ -391,8 +409,11 @@ class DPSRM(_PoissonSolver):
     def _derivatives(problem, rows, *points):
         """The gathered rows, the loss derivatives at each of ``points`` on them, and their norms (one gather)."""
         report_rows(problem, rows.size * len(points))
-        Xb, y = batch_rows(problem.X, rows), problem.y[rows]
-        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), problem.norms[rows])
+        Xb, y = batch_rows(problem.X, rows), take_rows(problem.y, rows)
+        if problem.loss.scalar and np.ndim(points[0]) == 1:  # the points as the columns of one product
+            S = problem.loss.derivative(Xb @ np.column_stack(points), y[:, None])
+            return (Xb, *S.T, take_rows(problem.norms, rows))
+        return (Xb, *(problem.loss.derivative(Xb @ w, y) for w in points), take_rows(problem.norms, rows))
 
     def run(self, problem, plan, rng):
         n = problem.n
@@ -410,13 +431,7 @@ class DPSRM(_PoissonSolver):
             rows = poisson_sample(rng, n, b / n)
             contrib = np.zeros_like(theta)
             if rows.size:
-                Xb, S_new, S_old, norms = self._derivatives(problem, rows, new, theta)
-                vector = np.ndim(S_new) == 2
-                # clipped to the bounds over W, then weighted: each row's terms stay within G and C2
-                W = problem.weight_bound
-                a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)
-                dlt = problem.weigh(clip_derivatives(S_new - S_old, norms, C2 / W, vector=vector), rows)
-                contrib = np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
+                contrib = self._contribution(problem, rows, new, theta, G, C2, gamma)
             v = (contrib / b + (1 - gamma) * v + self.penalty_gradient(problem, new)
                  - (1 - gamma) * self.penalty_gradient(problem, theta) + gaussian_noise(rng, std, theta.shape))
             theta = new
@@ -426,6 +441,35 @@ class DPSRM(_PoissonSolver):
         info = {"batch_size": b, "initial_batch_size": b0, "diff_clip": C2, "momentum": gamma,
                 "learning_rate": eta, "noise_multiplier": z, "returned_iterate": pick if pick is not None else T}
         return SolverResult(coef, T, info)
+
+    @classmethod
+    def _contribution(cls, problem, rows, new, old, G, C2, gamma):
+        """``sum_{i in rows} gamma a_i + (1 - gamma) d_i`` (one gather of the rows).
+
+        ``a_i`` is row ``i``'s gradient at ``new`` and ``d_i`` its gradient
+        difference between ``new`` and ``old``, clipped to ``G / W`` and
+        ``C2 / W`` (``W`` the weight bound), then weighted: each row's terms
+        stay within ``G`` and ``C2``.
+        """
+        W = problem.weight_bound
+        if hasattr(problem.X, "gradient_sum") and problem.loss.scalar and np.ndim(new) == 1:
+            report_rows(problem, 2 * rows.size)
+            y, norms = take_rows(problem.y, rows)[:, None], take_rows(problem.norms, rows)
+
+            def combined(Z, r):  # column 0: the derivatives at new, column 1: at old
+                S = problem.loss.derivative(Z, y)
+                a = problem.weigh(clip_derivatives(S[:, 0], norms, G / W), r)
+                dlt = problem.weigh(clip_derivatives(S[:, 0] - S[:, 1], norms, C2 / W), r)
+                return gamma * a + (1 - gamma) * dlt
+
+            points = np.empty((len(new), 2))
+            points[:, 0], points[:, 1] = new, old
+            return problem.X.gradient_sum(points, combined, rows=rows)
+        Xb, S_new, S_old, norms = cls._derivatives(problem, rows, new, old)
+        vector = np.ndim(S_new) == 2
+        a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)
+        dlt = problem.weigh(clip_derivatives(S_new - S_old, norms, C2 / W, vector=vector), rows)
+        return np.asarray(Xb.T @ (gamma * a + (1 - gamma) * dlt))
 
     @staticmethod
     def _clipped_sum(problem, rows, w, G):

@@ -40,11 +40,19 @@ class NoisySGD(Solver):
     ``M``; the output is the average of ``w_1 .. w_T``. The L2 penalty enters
     as the exact, data-independent term ``alpha w``.
 
-    Defaults (Thm 3.2): ``T = min(n/8, eps^2 n^2 / (32 d ln(1/delta)))``,
-    capped at 2000 steps for run time (skdp; ``max_iter`` overrides),
-    ``m = ceil(n sqrt(eps / (4 T)))``, ``eta = M / (G sqrt(T))``. Privacy needs
-    no smoothness, so the hinge loss is accepted (use ``nsgd_moreau`` for
-    its utility).
+    Defaults (Thm 3.2): ``T0 = min(n/8, eps^2 n^2 / (32 d ln(1/delta)))``,
+    ``m = ceil(n sqrt(eps / (4 T0)))``; the run takes ``T = min(T0, 2000)``
+    steps (skdp's cap, for run time; ``max_iter`` sets ``T = T0``) and
+    ``eta = M / (G sqrt(T))``. When the cap binds (``n > 16000``) the batch
+    stays Thm 3.2's for ``T0``: the accountant's noise on the mean gradient
+    ``z G / m`` is then about what the larger batch ``n sqrt(eps / (4 T))``
+    would get (measured at ``n = 200000``, ``d = 51``, ``delta = 1e-5``:
+    ``0.0152 G`` for both at ``eps = 0.1``, ``0.0055 G`` at ``0.3``, ``0.0019 G``
+    against ``0.0018 G`` at ``1``, ``0.0008 G`` against ``0.0007 G`` at ``3``; the
+    same test accuracy and R^2 within the seeds' spread) for a quarter to a
+    third of the per-example gradients.
+    Privacy needs no smoothness, so the hinge loss is accepted (use
+    ``nsgd_moreau`` for its utility).
 
     ``solver_options``: ``batch_size`` (expected ``m``), ``learning_rate``.
     """
@@ -56,7 +64,8 @@ class NoisySGD(Solver):
     geometry = "l2"
     requires = frozenset({"scalar"})  # privacy needs no smoothness (the gradient bound only)
     summary = "multi-pass noisy projected SGD, Poisson sampling, RDP-calibrated, averaged iterate"
-    defaults = "T = min(n/8, eps^2 n^2/(32 d ln(1/delta)), 2000), m = n sqrt(eps/(4T)), eta = M/(G sqrt T)"
+    defaults = ("T0 = min(n/8, eps^2 n^2/(32 d ln(1/delta))), m = n sqrt(eps/(4 T0)), T = min(T0, 2000), "
+                "eta = M/(G sqrt T)")
     option_keys = {"batch_size": "expected Poisson batch size m", "learning_rate": "step eta"}
     secure_noise_refusal = ("its Poisson-subsampled Gaussian steps are priced by the tight RDP of the subsampled "
                             "continuous Gaussian (Mironov, Talwar, Zhang 2019), which the accountant does not "
@@ -73,12 +82,13 @@ class NoisySGD(Solver):
         n, d = problem.n, problem.p
         eps, delta = budget.epsilon, budget.delta
         if problem.max_iter:
-            T = int(problem.max_iter)
+            T = T_batch = int(problem.max_iter)
         else:
-            T = int(min(n / 8, eps**2 * n**2 / (32 * d * math.log(1 / delta)), self.default_max_steps))
-            T = max(T, 1)
+            # Thm 3.2's T; the run-time cap shortens the run but keeps Thm 3.2's batch for that T
+            T_batch = max(int(min(n / 8, eps**2 * n**2 / (32 * d * math.log(1 / delta)))), 1)
+            T = min(T_batch, self.default_max_steps)
         m = problem.options.get("batch_size")
-        m = int(math.ceil(max(n * math.sqrt(eps / (4 * T)), 1))) if m is None else int(m)
+        m = int(math.ceil(max(n * math.sqrt(eps / (4 * T_batch)), 1))) if m is None else int(m)
         if m < 1:
             raise ValueError(f"batch_size must be >= 1, got {m!r}.")
         return T, min(m, n)
