@@ -794,15 +794,21 @@ class ProbabilisticClassifierMixin(LinearClassifierMixin):
         return getattr(self, "multi_class_", None) == "ovr"
 
     def predict_proba(self, X):
-        """Class probabilities (sigmoid for binary, softmax for multinomial, normalised one-vs-rest)."""
+        """Class probabilities (sigmoid for binary, softmax for multinomial, normalised one-vs-rest).
+
+        A probability is never exactly 0: one below the smallest normal double
+        (a score beyond about 708) is reported as that double, so that
+        ``log(predict_proba(X))`` stays finite, as :meth:`predict_log_proba` is.
+        """
         Z = self.decision_function(X)
         if Z.ndim == 1:
-            p1 = special.expit(Z)
-            return np.column_stack([1 - p1, p1])
-        if self._ovr():
+            P = np.column_stack([special.expit(-Z), special.expit(Z)])
+        elif self._ovr():
             P = special.expit(Z)
-            return P / P.sum(axis=1, keepdims=True)
-        return special.softmax(Z, axis=1)
+            P = P / P.sum(axis=1, keepdims=True)
+        else:
+            P = special.softmax(Z, axis=1)
+        return np.maximum(P, np.finfo(np.float64).tiny)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed stably (finite for any finite score).

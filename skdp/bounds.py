@@ -692,7 +692,7 @@ def target_label_bounds(label_bound, n_targets):
 # public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
 # ---------------------------------------------------------------------------------------------
 def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, fit_intercept=True,
-                      intercept_scaling=None, intercept_fraction=0.5, secure=False):
+                      intercept_scaling=None, intercept_fraction=0.5, secure=True):
     """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
 
     The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
@@ -721,7 +721,7 @@ def augmented_row_bound(k_x, fit_intercept=True, intercept_scaling=None, interce
     return math.sqrt(k_x**2 + float(intercept_scaling) ** 2)
 
 
-def private_label_range(y, epsilon, rng, *, width=3.0, secure=False):
+def private_label_range(y, epsilon, rng, *, width=3.0, secure=True):
     """``label_bound="auto"``: ``((low, high), events)``, the private median +- ``width`` private MADs.
 
     Two selections at ``epsilon`` each: the median on a signed grid, then the
@@ -735,7 +735,7 @@ def private_label_range(y, epsilon, rng, *, width=3.0, secure=False):
     return label_range_from_counts(counts, y.size, epsilon, rng, width=width, secure=secure)
 
 
-def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secure=False):
+def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secure=True):
     """:func:`private_label_range` from grid counts of the labels.
 
     ``counts(grid, centre)`` returns ``#{i : y_i <= c}`` for every ``c`` of
@@ -752,7 +752,7 @@ def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secur
     return (centre - half, centre + half), [ev1, ev2]
 
 
-def private_clip_norm(gradient_norms, quantile, epsilon, rng, secure=False):
+def private_clip_norm(gradient_norms, quantile, epsilon, rng, secure=True):
     """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms
     (``secure``: drawn floating-point safely)."""
     return private_quantile(gradient_norms, quantile, epsilon, rng, secure=secure)

@@ -27,7 +27,6 @@ from .privacy import (
     calibrate_bounded_range,
     calibrate_gaussian,
     gaussian_noise,
-    gumbel_scale,
     l2_laplace_noise,
     laplace_noise,
     price,
@@ -36,6 +35,7 @@ from .privacy import (
     weight_coordinate_scale,
 )
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+from .privacy.discrete import secure_selection_plan
 from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
 
 __all__ = ["DPMinMaxScaler", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
@@ -781,7 +781,9 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.min_ = a - data_min * self.scale_
         self.selection_epsilon_ = eps0
         self.n_samples_seen_ = int(n)
-        release(self, [BoundedRangeEvent(eps0, 2 * d)], derived=derived, noise_scale=gumbel_scale(1.0, eps0),
+        # the selections' scale (the exact draws' includes their score grid's cost)
+        release(self, [BoundedRangeEvent(eps0, 2 * d)], derived=derived,
+                noise_scale=secure_selection_plan(1.0, eps0, True)[0],
                 n_clipped=np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
         return self
 

@@ -65,7 +65,9 @@ def _check(est, draws, solver=None):
     else:
         assert len(gauss) == _count(events, (GaussianEvent, PoissonGaussianEvent, ZCDPEvent)), (kinds, events)
         assert kinds["l2_laplace"] == _count(events, L2LaplaceEvent)
-    assert kinds["gumbel"] == _count(events, BoundedRangeEvent), (kinds, events)
+    # a selection is Gumbel report-noisy-max or, for the private bounds (exact by default), the exact exponential
+    # mechanism
+    assert kinds["gumbel"] + kinds["exponential"] == _count(events, BoundedRangeEvent), (kinds, events)
     assert kinds["laplace"] == _count(events, LaplaceEvent)
     # at which scale
     if events and all(isinstance(e, GaussianEvent) for e in events) and solver not in ("dpsl_kt", "phased_sgd"):
@@ -75,7 +77,7 @@ def _check(est, draws, solver=None):
             priced[round(e.sigma, 12)] += e.count
         assert drawn == priced, (drawn, priced)
     else:
-        scales = [d.scale for d in draws if d.kind != "gumbel"] or [d.scale for d in draws]
+        scales = [d.scale for d in draws if d.kind not in ("gumbel", "exponential")] or [d.scale for d in draws]
         reported = np.max(np.atleast_1d(est.noise_scale_))
         assert max(scales) == pytest.approx(reported, rel=1e-12), (scales, est.noise_scale_)
     assert all(d.scale > 0 for d in draws)

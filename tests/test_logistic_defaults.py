@@ -88,7 +88,8 @@ def test_feature_clip_is_released_bounds_only_and_used_when_scoring(digits):
     Xc = np.clip(X, -clf.feature_clip_, clf.feature_clip_)
     assert (X != Xc).any()  # the clip binds on digits' rare pixels
     np.testing.assert_allclose(clf.decision_function(X), Xc @ clf.coef_.T + clf.intercept_, rtol=1e-12)
-    np.testing.assert_allclose(clf.decision_function(sp.csr_matrix(X)), clf.decision_function(X), rtol=1e-12)
+    np.testing.assert_allclose(clf.decision_function(sp.csr_matrix(X)), clf.decision_function(X), rtol=1e-12,
+                               atol=1e-14)  # summation order: scores near 0 differ in the last bit
     # clipping the features is a fixed map of each row: the privacy events do not change
     plain = DPLogisticRegression(1.0, feature_clip=None, random_state=0).fit(X, y)
     assert plain.feature_clip_ is None and plain.privacy_events_ == clf.privacy_events_

@@ -16,7 +16,7 @@ from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
-from ..solvers._base import secure_noise_option
+from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
 __all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection"]
@@ -365,7 +365,7 @@ class DPLinearModel(BaseEstimator):
                 X, self._selection_epsilon(X.shape[0]), rng, norms=norms, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-                intercept_fraction=fraction, secure=secure_noise_option(self.solver_options))
+                intercept_fraction=fraction, secure=selection_secure_option(self.solver_options))
             pre_events = [bound_event] + pre_events
         radius = None
         if data_norm is not None:

@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range, target_label_bounds
 from ..losses import SquaredLoss
-from ..solvers._base import secure_noise_option
+from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .. import _dask
@@ -501,7 +501,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             if _is_auto(label_bound):
                 targets[j], events = private_label_range(Y[:, j], self._selection_epsilon(Y.shape[0]), rng,
                                                          width=self._auto_label_width,
-                                                         secure=secure_noise_option(self.solver_options))
+                                                         secure=selection_secure_option(self.solver_options))
                 pre_events += events
         columns = [bound_labels(Y[:, j], targets[j], self.fit_intercept) for j in range(k)]
         centre = np.array([c[1] for c in columns])

@@ -17,7 +17,7 @@ from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows", "secure_noise_option", "secure_repeated_plan", "secure_zcdp_rho",
+           "report_phase", "batch_rows", "secure_noise_option", "selection_secure_option", "secure_repeated_plan", "secure_zcdp_rho",
            "noisy_release", "select",
            "secure_selection_plan"]
 
@@ -360,6 +360,20 @@ def secure_noise_option(options):
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"solver_options['secure_noise'] must be True or False, got {value!r}.")
     return bool(value)
+
+
+def selection_secure_option(options):
+    """Whether the private bound selections draw the exact exponential mechanism: ``solver_options["secure_noise"]``.
+
+    Unlike the solvers' releases (floating-point noise unless ``secure_noise``
+    is True), the selections are exact **by default**: their exact draw costs
+    about 0.1% more noise and a fraction of a millisecond per selection
+    (``benchmarks/bench_secure_noise.py``). ``secure_noise=False`` draws them
+    by Gumbel report-noisy-max instead.
+    """
+    if (options or {}).get("secure_noise", None) is None:
+        return True
+    return secure_noise_option(options)
 
 
 def secure_zcdp_rho(budget):
