@@ -71,6 +71,11 @@ def tasks():
     ]
 
 
+def _iterations(n_iter):
+    """One printable count from ``n_iter_`` (an int, an array shaped as sklearn's, or ``None`` for a direct solver)."""
+    return "-" if n_iter is None else int(np.max(n_iter))
+
+
 def measure(task, repeat=3):
     """``(sklearn seconds, [(label, seconds, ratio, solver_, n_iter_), ...])`` for one task, same process.
 
@@ -89,7 +94,7 @@ def measure(task, repeat=3):
             t, fitted = timed_fits(maker, X, y, 1)
             times.append(t)
         base = min(base, *sk_times)
-        rows.append((label, min(times), min(times) / min(sk_times), fitted.solver_, fitted.n_iter_))
+        rows.append((label, min(times), min(times) / min(sk_times), fitted.solver_, _iterations(fitted.n_iter_)))
     return base, rows
 
 

@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 TEST_FILES = ["tests/test_draws.py", "tests/test_clipping_in_solvers.py", "tests/test_privacy_statistical.py",
               "tests/test_convex_solvers.py", "tests/test_sparse.py", "tests/test_noisy_iht.py",
               "tests/test_distributed.py", "tests/test_obj_pert_certified.py", "tests/test_suffstats.py",
-              "tests/test_nonconvex.py", "tests/test_fit_protocol.py", "tests/test_audit.py"]
+              "tests/test_nonconvex.py", "tests/test_fit_protocol.py", "tests/test_audit.py",
+              "tests/test_curvature.py"]
 
 
 def _settings(cls, **change):
@@ -293,6 +294,13 @@ def _estimator_clipping_removed():
                     setattr(mod, fn.__name__, fn)
 
 
+def _curvature_sensitivity_halved():
+    from skdp.solvers.gradient import DPGradientDescent
+
+    real = DPGradientDescent.curvature_sensitivity
+    DPGradientDescent.curvature_sensitivity = staticmethod(lambda problem: real(problem) / 2)
+
+
 def mutations():
     from skdp.solvers import constrained, gradient, perturbation, sparse, suffstats
 
@@ -302,6 +310,9 @@ def mutations():
         "dp_gd: noise drawn at sigma/2": lambda: _settings(gradient.DPGradientDescent, sigma=half),
         "dp_gd: per-example clipping removed": _no_clip,
         "dp_gd: T+1 steps run, T priced": lambda: _settings(gradient.DPGradientDescent, T=lambda t: t + 1),
+        "dp_gd: curvature release drawn at sigma_c/2": lambda: _settings(gradient.DPGradientDescent,
+                                                                           curvature=half),
+        "dp_gd: curvature sensitivity halved": _curvature_sensitivity_halved,
         "obj_pert: noise drawn at sigma/2": lambda: _settings(perturbation.ObjectivePerturbation, scale=half),
         "obj_pert: Jacobian term dropped": lambda: _settings(perturbation.ObjectivePerturbation,
                                                              extra=lambda e: 0.0),

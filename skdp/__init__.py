@@ -6,7 +6,7 @@ swapped, number of rows public), computed by one shared accountant from what
 the solver actually released.
 """
 
-from .exceptions import BudgetExceededError, PrivacyLeakWarning, WeakDeltaWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
 from . import datasets
 from .diagnostics import fit_diagnostics
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
@@ -32,6 +32,7 @@ __all__ = [
     "PrivacyBudget",
     "PrivacyLedger",
     "BudgetExceededError",
+    "SpentFitError",
     "PrivacyLeakWarning",
     "WeakDeltaWarning",
     "list_solvers",

@@ -42,7 +42,7 @@ from .bounds import (augmented_row_bound, bound_features, bound_labels, clip_fea
                      raw_row_bound, row_norms)
 from .losses import clipped_mean_gradient
 from .privacy.quantile import DEFAULT_NORM_GRID, grid_counts, private_quantile_from_counts
-from .solvers._base import Problem
+from .solvers._base import Problem, secure_noise_option
 
 __all__ = ["is_dask_collection", "DaskRows", "DaskDesign", "DaskProblem", "DASK_SOLVERS",
            "fit_logistic", "fit_ridge", "fit_standard_scaler"]
@@ -295,7 +295,7 @@ def _bounded_pass(xb, yb, dtype, bounding, targets, fn, *args):
     radius, bounding = bounding
     block = _block(xb, dtype)
     if radius is not None:
-        block = clip_features(block, radius)[0]
+        block = clip_features(block, radius, count=False)[0]
     bounded = bound_features(block, *bounding)
     encoded = targets(yb)
     y_enc, active = encoded[0], encoded[1]
@@ -373,7 +373,8 @@ def _fit_problem(est, rows, targets, loss, n_outputs, solver, *, label_bound=Non
     fraction = est._intercept_fraction_for(rows.d)
     if data_norm == "auto":
         value, bound_event = private_quantile_from_counts(norm_counts, n, est._auto_norm_quantile,
-                                                          est._selection_epsilon(n), rng, DEFAULT_NORM_GRID)
+                                                          est._selection_epsilon(n), rng, DEFAULT_NORM_GRID,
+                                                          secure_noise_option(est.solver_options))
         data_norm = augmented_row_bound(value * est._auto_norm_factor_for(n), est.fit_intercept,
                                         est.intercept_scaling, fraction)
         pre_events = [bound_event] + pre_events
@@ -453,7 +454,8 @@ def fit_ridge(est, X, y, privacy_ledger=None):
             return y_counts if centre is None else rows.reduce(_abs_dev_counts, centre, grid)[0]
 
         label_bound, pre_events = label_range_from_counts(counts, rows.n, est._selection_epsilon(rows.n), rng,
-                                                          width=est._auto_label_width)
+                                                          width=est._auto_label_width,
+                                                          secure=secure_noise_option(est.solver_options))
     _, centre, bound, _, derived = bound_labels(np.zeros(0), label_bound, est.fit_intercept)
     radius, M = est._coef_ball([bound], solver)
     coef, design = _fit_problem(

@@ -8,7 +8,10 @@ Each estimator's ``fit`` follows one protocol:
    :class:`~skdp.PrivacyLedger`, together with the fit's noise source;
 2. the estimator bounds the data and runs its mechanism (a solver, a scaler's
    noisy statistics, a secure aggregation);
-3. :func:`release` -- the accountant prices the events that ran and the
+3. :func:`release` -- with a ledger, the record of the fit must cover the
+   events that ran (:func:`check_charged`: amended if they cost more than
+   the plan and the budget allows, else nothing is released); the
+   accountant prices them and the
    privacy attributes are set, the same way for every estimator:
    ``privacy_events_``, ``accountant_``, ``privacy_nominal_``,
    ``privacy_spent_`` (``epsilon=inf`` when a bound was read from the data),
@@ -22,10 +25,12 @@ The label-set rules of the classifiers (:func:`check_class_set`,
 (:class:`LinearClassifierMixin`) live here too, so they are written once.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
 import sys
+import uuid
 import warnings
 from typing import NamedTuple
 
@@ -38,14 +43,14 @@ from sklearn.utils.validation import _num_features, _num_samples, check_is_fitte
 from . import diagnostics
 from ._random import noise_source
 from .bounds import clip_features
-from .exceptions import PrivacyLeakWarning, WeakDeltaWarning
+from .exceptions import BudgetExceededError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "release", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -70,14 +75,66 @@ def charge(estimator, X, privacy_ledger, **plan_kwargs):
         warnings.warn(f"delta={estimator.delta:g} is at least 1/n = 1/{n} = {1.0 / n:.3g}: a mechanism that "
                       "publishes one random row meets that guarantee. Use delta much smaller than 1/n "
                       f"(e.g. delta <= {0.1 / n:.1g}).", WeakDeltaWarning, stacklevel=_caller_stacklevel())
+    estimator.__dict__.pop("_ledger_charge", None)  # a charge of an earlier fit never counts for this one
     ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
     if ledger is None:
         return None
     planned = estimator.planned_events(_num_samples(X), _num_features(X), **plan_kwargs)
     solver = getattr(estimator, "solver", None)
     label = type(estimator).__name__ + (f"(solver={solver!r}, " if solver is not None else "(")
-    ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator))
+    record_id = uuid.uuid4().hex
+    ledger.charge(planned, label=label + f"epsilon={estimator.epsilon})", noise_source=noise_source(estimator),
+                  record_id=record_id)
+    if planned is not None and hasattr(ledger, "amend"):  # not a composite fit's suspended ledger
+        estimator._ledger_charge = (list(planned), ledger, record_id)
     return planned
+
+
+#: relative rounding allowed by :func:`check_charged` (a plan priced with a placeholder bound, e.g. K = 1 for
+#: ``data_norm="auto"``, prices the same as the chosen bound's events up to floating-point rounding)
+CHARGE_RTOL = 1e-9
+
+
+def check_charged(estimator, events):
+    """Make the ledger's record of this fit cover the ``events`` it ran, before anything is released.
+
+    :func:`charge` charged the plan before the data was read. Here the events
+    the fit actually ran are priced by the accountant at the ledger's delta
+    (how the ledger composes) and compared with that charge. They differ when
+    the plan was made before a public fact of the fit was known: with
+    ``classes="auto"`` and a one-vs-rest solver the ledger is charged a binary
+    fit, while the fit runs one binary plan per selected class, calibrated
+    (:func:`ovr_budget`) to cost at most the binary fit at the *estimator's*
+    delta; at another delta ``k`` releases and one need not price alike (e.g.
+    0.1% more for ``DPLinearSVC`` on three classes at a ledger delta of 1e-3,
+    fits at 1e-5). If they cost more (beyond ``CHARGE_RTOL``, rounding), the
+    record is amended to the events that ran when the ledger's budget still
+    holds (:meth:`~skdp.PrivacyLedger.amend`), so the ledger never understates
+    what was released; otherwise the fitted attributes set so far are removed
+    and :class:`~skdp.BudgetExceededError` is raised: nothing is released, and
+    the ledger keeps the first charge. Without a ledger nothing is checked (the
+    fit's ``privacy_spent_`` is priced from the events that ran). Returns
+    ``(charged, spent)`` budgets at the ledger's delta, or ``None``.
+    """
+    charged = estimator.__dict__.pop("_ledger_charge", None)
+    if charged is None:
+        return None
+    planned, ledger, record_id = charged
+    budget = ledger.budget
+    paid = price(planned, budget.delta, budget.relation).budget
+    spent = price(list(events), budget.delta, budget.relation).budget
+    if spent.epsilon <= paid.epsilon * (1 + CHARGE_RTOL):
+        return paid, spent
+    try:
+        ledger.amend(record_id, list(events))
+    except BudgetExceededError as exc:
+        for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+            delattr(estimator, name)
+        raise BudgetExceededError(
+            f"{type(estimator).__name__} ran releases priced at {spent} by the accountant at its ledger's delta, "
+            f"more than the {paid} charged before the fit (planned before the label set was known), and the "
+            f"ledger's budget does not cover them; the model is not released. {exc}") from exc
+    return paid, spent
 
 
 def _caller_stacklevel():
@@ -111,6 +168,7 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
     **diagnostic_values
         Further non-private diagnostics (kept by :mod:`skdp.diagnostics`).
     """
+    check_charged(estimator, events)
     report = price(list(events), estimator.delta)
     estimator.privacy_events_ = list(events)
     estimator.accountant_ = report.method
@@ -121,7 +179,7 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
         estimator.solver_ = solver.name
     found = {} if n_clipped is None else {"n_rows_clipped": int(n_clipped)}
     if result is not None:
-        estimator.n_iter_ = int(result.n_iter)
+        estimator.n_iter_ = n_iter_attribute(estimator, result.n_iter, solver)
         estimator.solver_info_ = dict(result.info)
         found.update(result.diagnostics)
     diagnostics.record(estimator, **found, **diagnostic_values)
@@ -132,6 +190,38 @@ def release(estimator, events, *, derived, noise_scale, result=None, solver=None
               f"privacy_spent={estimator.privacy_spent_} "
               f"({report.method})")
     return report
+
+
+#: ``n_iter_`` styles of :func:`n_iter_attribute`, one per scikit-learn counterpart
+N_ITER_STYLES = ("int", "array", "per_target")
+
+
+def n_iter_attribute(estimator, n_iter, solver=None):
+    """``n_iter_`` of a fit whose solver ran ``n_iter`` steps, typed and shaped as the sklearn counterpart's.
+
+    The estimator class's ``_n_iter_style`` (one of :data:`N_ITER_STYLES`) says which:
+
+    * ``"int"`` (``Lasso``, ``LinearSVC``; the default): an ``int``;
+    * ``"array"`` (``LogisticRegression``): an int32 array of shape ``(1,)``,
+      for two classes and more (scikit-learn's multinomial fit is one problem;
+      a one-vs-rest fit runs the same public schedule for every class);
+    * ``"per_target"`` (``Ridge``): ``None`` for a direct solver (one release,
+      ``solver.iterative`` false: scikit-learn's direct solvers report
+      ``None`` too), else an int32 array of shape ``(n_targets,)`` (every
+      target shares the one schedule).
+
+    The count is a public schedule, so the attribute carries nothing private.
+    """
+    style = getattr(estimator, "_n_iter_style", "int")
+    if style not in N_ITER_STYLES:  # pragma: no cover - a class attribute
+        raise ValueError(f"_n_iter_style must be one of {N_ITER_STYLES}, got {style!r}.")
+    if style == "int":
+        return int(n_iter)
+    if style == "array":
+        return np.array([n_iter], dtype=np.int32)
+    if solver is not None and not getattr(solver, "iterative", True):
+        return None
+    return np.full(int(getattr(estimator, "_n_targets", None) or 1), n_iter, dtype=np.int32)
 
 
 def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(), derived=False, n_clipped=None,
@@ -260,6 +350,12 @@ def check_class_set(estimator, binary=False, why=""):
                 "row cannot be released with pure epsilon-DP). With delta=0, pass the public label set as "
                 "classes=[...]."
             )
+        if bool((getattr(estimator, "solver_options", None) or {}).get("secure_noise", False)):
+            raise ValueError(
+                "classes='auto' has no floating-point-safe variant (solver_options['secure_noise']): its delta "
+                "is the continuous Gaussian's tail at the threshold, not derived for the discrete Gaussian. "
+                "Pass the public label set as classes=[...]."
+            )
         gaussian_label_set_threshold(*class_selection_budget(estimator))  # validates the selection's budget
         return None
     given = np.asarray(estimator.classes)
@@ -298,6 +394,33 @@ def fit_classes(estimator, y, rng=None, binary=False, why=""):
     return selection
 
 
+#: ``classes="auto"`` warns when a label with the rows of an average selected label is dropped with at least
+#: this probability
+DROP_WARNING_PROBABILITY = 0.01
+
+
+def warn_close_to_threshold(estimator, n_selected, n_samples, sigma, threshold):
+    """``UserWarning`` when a label of average frequency is likely to be left out by ``classes="auto"``.
+
+    A label with ``m`` rows is selected when ``m + N(0, sigma^2) >= threshold``
+    and the rows of the labels that are not are ignored. With ``m = n / k``
+    (``k`` selected labels, an upper bound on the average frequency of the labels
+    when some were dropped), the warning fires when ``P(m + noise < threshold)``
+    is at least :data:`DROP_WARNING_PROBABILITY`. Decided on public quantities
+    and the released set only; it says nothing about which labels.
+    """
+    if not n_selected:
+        return
+    m = n_samples / n_selected
+    if special.ndtr((threshold - m) / sigma) >= DROP_WARNING_PROBABILITY:
+        warnings.warn(
+            f"classes='auto' selected {n_selected} labels; at epsilon={estimator.epsilon:g} a label needs "
+            f"roughly {threshold:.0f} rows to be selected privately, close to the {m:.0f} rows of an average "
+            "selected label, so labels of similar frequency may have been left out (their rows are ignored "
+            "and never predicted). Pass the public label set as classes=[...] if you know it, or use a "
+            "larger epsilon.", UserWarning, stacklevel=4)
+
+
 def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=False, why=""):
     """:func:`fit_classes` from the sorted distinct labels of ``y`` and their counts (``active`` is ``None``).
 
@@ -313,18 +436,21 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
         budget = class_selection_budget(estimator, n_samples)
         classes, events = private_label_set_gaussian_from_counts(labels, counts, *budget, rng)
         if classes.size < 2:
-            raise ValueError(
+            _refuse_after_selection(
+                estimator, events,
                 f"classes='auto' selected {classes.size} label(s) ({classes.tolist()!r}); a classifier needs "
                 "at least 2 (one class or none cannot be fitted). At "
                 f"epsilon={estimator.epsilon:g} a label needs roughly "
                 f"{gaussian_label_set_threshold(*budget):.0f} rows or more to be "
                 "selected privately. Pass the public label set as classes=[...], or fit on more rows / a "
-                "larger epsilon."
-            )
+                "larger epsilon.")
         if binary and classes.size > 2:
-            raise ValueError(f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
-                             f"classes='auto' selected {classes.size} "
-                             f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
+            _refuse_after_selection(
+                estimator, events,
+                f"Only binary classification is supported: {_binary_message(estimator, why)}, but "
+                f"classes='auto' selected {classes.size} "
+                f"labels ({classes.tolist()!r}). Pass the 2 public labels as classes=[...].")
+        warn_close_to_threshold(estimator, classes.size, n_samples, budget[0], gaussian_label_set_threshold(*budget))
     elif classes is None:
         derived = True
         classes = np.asarray(labels)
@@ -343,6 +469,39 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
             raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
     estimator.classes_ = classes
     return ClassSelection(classes, derived, active, events)
+
+
+@contextlib.contextmanager
+def refused_after_selection(estimator, events):
+    """A ``ValueError`` raised inside (a refusal after the label-set selection of ``events`` ran, e.g. a solver
+    that cannot fit the number of classes ``classes="auto"`` selected) becomes a
+    :class:`~skdp.exceptions.SpentFitError` carrying the selection's price; unchanged when the selection spent
+    nothing (``events`` empty: public classes)."""
+    try:
+        yield
+    except SpentFitError:
+        raise
+    except ValueError as exc:
+        if not events:
+            raise
+        _refuse_after_selection(estimator, events, str(exc), cause=exc)
+
+
+def _refuse_after_selection(estimator, events, message, cause=None):
+    """Raise :class:`~skdp.exceptions.SpentFitError`: the fit is refused after the label-set selection ran.
+
+    The selection's events are priced at the estimator's ``delta`` and stated
+    in the message and on the error (``privacy_spent``, ``privacy_events``):
+    without a ledger nothing else records that budget. A ledger was charged the
+    whole planned fit before the data was read and keeps that charge.
+    """
+    spent = price(list(events), estimator.delta).budget
+    ledger = (" The ledger was charged the whole fit before the data was read and keeps that charge."
+              if "_ledger_charge" in estimator.__dict__ else "")
+    raise SpentFitError(
+        f"{message} The private label-set selection already ran on the data and spent epsilon="
+        f"{spent.epsilon:.6g}, delta={spent.delta:.3g} (replace-one; the error's privacy_spent and "
+        f"privacy_events); count it in the total spent on these rows.{ledger}", spent, events) from cause
 
 
 def zero_inactive_rows(bounded, active):

@@ -30,7 +30,8 @@ from sklearn.utils.validation import _check_sample_weight
 
 from ._release import _caller_stacklevel
 
-__all__ = ["WEIGHT_CONSTRAINTS", "CLASS_WEIGHT_CONSTRAINTS", "check_weight_params", "weight_bound", "row_weights"]
+__all__ = ["WEIGHT_CONSTRAINTS", "CLASS_WEIGHT_CONSTRAINTS", "check_weight_params", "weight_bound", "row_weights",
+           "sample_weights", "class_weighted"]
 
 #: ``_parameter_constraints`` entries of the weight parameters
 WEIGHT_CONSTRAINTS = {"max_sample_weight": [Interval(Real, 0, None, closed="neither")]}
@@ -76,8 +77,15 @@ def row_weights(estimator, sample_weight, X, y=None, classes=None):
     dict ``class_weight`` each row's weight is multiplied by its label's
     (``y``, the raw labels; ``classes`` the fitted label set: a key that is
     not a label of a public set is a ``ValueError``). The caller's array is
-    never modified.
+    never modified. :func:`sample_weights` then :func:`class_weighted`, which
+    a classifier whose label set is chosen during the fit calls apart, so that
+    ``sample_weight`` is refused before the selection reads the labels.
     """
+    return class_weighted(estimator, sample_weights(estimator, sample_weight, X), y, classes)
+
+
+def sample_weights(estimator, sample_weight, X):
+    """``sample_weight`` validated and clipped to ``max_sample_weight`` (see :func:`row_weights`), ones if ``None``."""
     W = float(getattr(estimator, "max_sample_weight", 1.0))
     n = X.shape[0]
     if sample_weight is None:
@@ -98,6 +106,12 @@ def row_weights(estimator, sample_weight, X, y=None, classes=None):
                       "guarantee bounds every weight by max_sample_weight). Raise max_sample_weight to keep them, "
                       "at a proportional cost in noise.", UserWarning, stacklevel=_caller_stacklevel())
         weights = np.minimum(weights, W)
+    return weights
+
+
+def class_weighted(estimator, weights, y=None, classes=None):
+    """:func:`sample_weights`' ``weights`` times each row's class weight (see :func:`row_weights`), ``None`` if all 1."""
+    n = weights.shape[0]
     class_weight = getattr(estimator, "class_weight", None)
     if class_weight:
         if classes is not None and not isinstance(getattr(estimator, "classes", None), str):

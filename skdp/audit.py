@@ -543,6 +543,9 @@ def audit_solvers(epsilon=2.0, delta=1e-5, *, n_fits=2000, solvers=None, noise_m
 # the event-level audit
 # ---------------------------------------------------------------------------------------
 _GAUSSIAN = ("gaussian", "discrete_gaussian")
+#: selections: Gumbel report-noisy-max, and the exact exponential mechanism of ``secure_noise`` (no noise values:
+#: its scale is the one it recorded)
+_SELECTIONS = ("gumbel", "exponential")
 _MEASURE = {"gaussian": "mu", "objective": "mu", "selection": "epsilon", "laplace": "epsilon",
             "l2_laplace": "epsilon"}
 #: relative slack for floating-point round-off in the shifts (not a statistical margin)
@@ -710,7 +713,7 @@ def _replay_of(draws):
     """What world B replays of world A: every released value and every selection."""
     out = []
     for d in draws:
-        if d.kind == "gumbel":
+        if d.kind in _SELECTIONS:
             out.append({"index": d.audit["index"]})
         elif "released" in d.audit:
             out.append({"released": d.audit["released"]})
@@ -873,7 +876,7 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
         inverted = (_invert_objectives(estimator, Xb, yb, seed, m, replay, objective, draws_a, model_a, fit_params)
                     if objective else None)
         for t, (a, b) in enumerate(zip(draws_a, draws_b)):
-            if a.kind == "gumbel":
+            if a.kind in _SELECTIONS:
                 qa, qb = a.audit["query"], b.audit["query"]
                 live = np.isfinite(qa) | np.isfinite(qb)  # a candidate excluded (-inf) in both worlds never wins
                 with np.errstate(invalid="ignore"):
@@ -902,7 +905,8 @@ def audit_events(estimator, X=None, y=None, *, worlds=None, n_fits=20, canary_no
     for rows in fits:
         for _, d, _, _ in rows:
             groups.setdefault((d.kind, round(d.scale, 12)), []).append(d.audit["noise"])
-    upper = {key: _scale_upper(key[0], noises, level / max(1, len(groups))) for key, noises in groups.items()}
+    upper = {key: key[1] if key[0] == "exponential" else _scale_upper(key[0], noises, level / max(1, len(groups)))
+             for key, noises in groups.items()}
     bounds = []
     for kind in ("gaussian", "objective", "selection", "laplace", "l2_laplace"):
         per_fit = [[(d, shift, resid) for k, d, shift, resid in rows if k == kind] for rows in fits]

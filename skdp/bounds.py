@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk as _syrk
 
 from .exceptions import PrivacyLeakWarning
 from .losses import take_rows
@@ -44,6 +45,7 @@ __all__ = [
     "bound_labels",
     "public_label_range",
     "row_norms",
+    "clipped_row_norms",
     "append_intercept_column",
     "clip_features",
     "CoordinateClippedDesign",
@@ -54,11 +56,26 @@ __all__ = [
 ]
 
 
+#: rows per block of the blockwise passes over a dense design
+BLOCK_ROWS = 4096
+
+
 def row_norms(X):
     """L2 norm of every row of a dense array or sparse matrix, in ``float64`` (also for ``float32`` input)."""
     if sp.issparse(X):
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+def clipped_row_norms(X, bound, block=BLOCK_ROWS):
+    """:func:`row_norms` of ``clip(X, -bound, bound)`` without a copy of dense ``X`` (by blocks of rows)."""
+    if sp.issparse(X):
+        return row_norms(clip_features(X, bound, count=False)[0])
+    out = np.empty(X.shape[0])
+    for lo in range(0, X.shape[0], block):
+        B = np.clip(X[lo: lo + block], -bound, bound, dtype=np.float64)
+        out[lo: lo + block] = np.sqrt(np.einsum("ij,ij->i", B, B))
+    return out
 
 
 def _scale_rows(X, factors):
@@ -107,10 +124,12 @@ class BoundedDesign:
     """
 
     #: rows per block of the fused and float32 passes (a block of 50 float64 columns fits in L2)
-    _block = 4096
+    _block = BLOCK_ROWS
 
-    def __init__(self, X, factors=None, intercept=None):
+    def __init__(self, X, factors=None, intercept=None, feature_clip=None):
         self._X = X
+        #: every raw entry is winsorised to ``[-feature_clip, feature_clip]`` first (``None``: not at all)
+        self._clip = None if feature_clip is None else float(feature_clip)
         self._f = None if factors is None else np.asarray(factors, dtype=np.float64)
         self._c = intercept  # None (no column), a float (constant column) or an (n,) array
         self.shape = (X.shape[0], X.shape[1] + (intercept is not None))
@@ -127,7 +146,7 @@ class BoundedDesign:
         Only ``X[rows]`` is copied (no augmented array is built): products with
         it are those of ``A[rows]``, as for the whole design.
         """
-        return BoundedDesign(take_rows(self._X, rows), *self._row_terms(rows))
+        return BoundedDesign(take_rows(self._X, rows), *self._row_terms(rows), feature_clip=self._clip)
 
     def astype(self, dtype, copy=True):
         """``self`` for ``float64`` without a copy (products are computed in ``float64``)."""
@@ -142,12 +161,22 @@ class BoundedDesign:
         c = self._c
         if c is not None:
             c = np.where(keep, c, 0.0)
-        return BoundedDesign(self._X, f, c)
+        return BoundedDesign(self._X, f, c, feature_clip=self._clip)
 
     # -- pieces -----------------------------------------------------------------------------
-    def _raw(self, rows):
-        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows)."""
+    def _raw(self, rows, reuse=False):
+        """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows), winsorised when asked.
+
+        ``reuse=True`` (a full pass's blocks, one at a time): the winsorised
+        block is written into one buffer kept by the design, not a new array.
+        """
         B = take_rows(self._X, rows)
+        if self._clip is not None:  # a float64 copy of the block, compared in float64 (float32 input)
+            if not reuse:
+                return np.clip(B, -self._clip, self._clip, dtype=np.float64)
+            if getattr(self, "_buffer", None) is None or self._buffer.shape[0] < B.shape[0]:
+                self._buffer = np.empty((self._block, B.shape[1]))
+            return np.clip(B, -self._clip, self._clip, out=self._buffer[: B.shape[0]], dtype=np.float64)
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):
@@ -160,6 +189,9 @@ class BoundedDesign:
         d = self._X.shape[1]
         B = take_rows(self._X, rows)
         f, c = self._row_terms(rows)
+        if self._clip is not None:
+            np.clip(B, -self._clip, self._clip, out=out[:, :d], dtype=np.float64)
+            B = out[:, :d]
         if f is None:
             out[:, :d] = B
         else:
@@ -221,11 +253,11 @@ class BoundedDesign:
     # -- products -----------------------------------------------------------------------------
     def __matmul__(self, w):
         w = np.asarray(w, dtype=np.float64)
-        if self._X.dtype == np.float64:
+        if self._X.dtype == np.float64 and self._clip is None:
             return self._margins(self._X, *self._row_terms(slice(None)), w)
         out = np.empty((self.shape[0],) + w.shape[1:])
         for rows in self._blocks():
-            out[rows] = self._margins(self._raw(rows), *self._row_terms(rows), w)
+            out[rows] = self._margins(self._raw(rows, reuse=True), *self._row_terms(rows), w)
         return out
 
     def _rmatmul(self, v):
@@ -233,11 +265,11 @@ class BoundedDesign:
         if v is self:
             return self.gram()
         v = np.asarray(v, dtype=np.float64)
-        if self._X.dtype == np.float64:
+        if self._X.dtype == np.float64 and self._clip is None:
             return self._stack(self._transpose_parts(self._X, *self._row_terms(slice(None)), v))
         out = np.zeros((self.shape[1],) + v.shape[1:])
         for rows in self._blocks():
-            out += self._stack(self._transpose_parts(self._raw(rows), *self._row_terms(rows), v[rows]))
+            out += self._stack(self._transpose_parts(self._raw(rows, reuse=True), *self._row_terms(rows), v[rows]))
         return out
 
     def gradient_sum(self, w, derivative, rows=None):
@@ -257,7 +289,7 @@ class BoundedDesign:
         d = self._X.shape[1]
         top, col = np.zeros((d,) + w.shape[1:]), 0.0
         for block in self._blocks():
-            B, (f, c) = self._raw(block), self._row_terms(block)
+            B, (f, c) = self._raw(block, reuse=True), self._row_terms(block)
             t, c = self._transpose_parts(B, f, c, derivative(self._margins(B, f, c, w), block))
             top += t
             if c is not None:
@@ -267,9 +299,7 @@ class BoundedDesign:
     def _batch_gradient_sum(self, w, derivative, rows):
         """:meth:`gradient_sum` over the gathered ``rows``: the same products, inlined (a mini-batch step's few
         rows make the per-call overhead count)."""
-        B = take_rows(self._X, rows)
-        if B.dtype != np.float64:
-            B = B.astype(np.float64)
+        B = self._raw(rows)
         f = None if self._f is None else take_rows(self._f, rows)
         c = self._c
         d = B.shape[1]
@@ -304,14 +334,17 @@ class BoundedDesign:
         """
         e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
         p = self.shape[1]
-        out = np.zeros((p + e, p + e))
+        out = np.zeros((p + e, p + e), order="F")
         buf = np.empty((min(self._block, self.shape[0]), p + e))
         for rows in self._blocks():
             B = self._fill(buf[: rows.stop - rows.start], rows)
             if e:
                 B[:, p:] = extra[rows] if e > 1 or np.ndim(extra) == 2 else extra[rows][:, None]
-            out += B.T @ (B if weights is None else B * weights[rows][:, None])
-        return out
+            if weights is not None:  # B^T diag(w) B = (sqrt(w) B)^T (sqrt(w) B), the weights being >= 0
+                B *= np.sqrt(weights[rows])[:, None]
+            # the upper triangle of B^T B by BLAS syrk (half the flops of a product), accumulated in place
+            out = _syrk(1.0, B.T, beta=1.0, c=out, trans=0, lower=0, overwrite_c=1)  # B.T: Fortran, no copy
+        return np.triu(out) + np.triu(out, 1).T
 
 
 class _TransposedBoundedDesign:
@@ -324,7 +357,7 @@ class _TransposedBoundedDesign:
 
 
 def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fraction=0.5, *, norms=None,
-                   lazy=False):
+                   lazy=False, feature_clip=None):
     """Clip rows to the public norm bound and append the intercept column.
 
     Parameters
@@ -347,6 +380,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     lazy : bool, default=False
         Dense ``X`` only: return the clipped, augmented design as a
         :class:`BoundedDesign` over ``X`` (no copy) instead of an array.
+    feature_clip : float, optional
+        Winsorise every entry to ``[-feature_clip, feature_clip]`` before the
+        row clipping (as :func:`clip_features`; ``norms`` must then be the
+        norms of the winsorised rows, :func:`clipped_row_norms`). Lazily for a
+        :class:`BoundedDesign`, by a copy otherwise.
 
     Returns
     -------
@@ -354,7 +392,11 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
     """
     half = intercept_scaling is None
     c0 = (0.0 if half else float(intercept_scaling)) if fit_intercept else 0.0
-    norms = row_norms(X) if norms is None else norms
+    if feature_clip is not None and not (lazy and not sp.issparse(X)):
+        X = clip_features(X, feature_clip, count=False)[0]
+        feature_clip = None
+    if norms is None:
+        norms = row_norms(X) if feature_clip is None else clipped_row_norms(X, feature_clip)
     derived = data_norm is None
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0
@@ -390,8 +432,8 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
             norms = np.where(over, k_x, norms)
         if fit_intercept:
             norms = np.sqrt(norms**2 + c0**2)
-        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None), K, n_clipped, derived,
-                           norms, c0)
+        return BoundedData(BoundedDesign(X, factors, c0 if fit_intercept else None, feature_clip=feature_clip), K,
+                           n_clipped, derived, norms, c0)
     if n_clipped:
         factors = np.ones_like(norms)
         factors[over] = k_x / norms[over]
@@ -465,10 +507,11 @@ def _rows_out_of_range(X, bound):
     return int(np.count_nonzero((X.max(axis=1) > bound) | (X.min(axis=1) < -bound)))
 
 
-def clip_features(X, bound, intercept=None):
+def clip_features(X, bound, intercept=None, count=True):
     """Clip every entry to ``[-bound, bound]`` (an L-infinity row bound, as the sparse solvers use).
 
-    Returns the clipped float64 copy and the number of rows touched. The
+    Returns the clipped float64 copy and the number of rows touched (``None``
+    with ``count=False``, which saves two passes over dense input). The
     caller's array is never modified; CSR input stays CSR (zeros are in range).
     With ``intercept`` set, a constant column of that value is appended in the
     same pass (dense input: one allocation, no second copy).
@@ -482,7 +525,7 @@ def clip_features(X, bound, intercept=None):
             Xc = append_intercept_column(Xc, intercept)
         return Xc, int(rows.size)
     X = np.asarray(X)
-    n_rows = _rows_out_of_range(X, bound)
+    n_rows = _rows_out_of_range(X, bound) if count else None
     d = X.shape[1]
     out = np.empty((X.shape[0], d + (intercept is not None)), dtype=np.float64)
     np.clip(X, -bound, bound, out=out[:, :d], dtype=np.float64)  # compared in float64 (float32 input)
@@ -645,7 +688,7 @@ def target_label_bounds(label_bound, n_targets):
 # public grid (replace-one, a quantile's score moves by at most 1), priced as BoundedRangeEvents.
 # ---------------------------------------------------------------------------------------------
 def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, fit_intercept=True,
-                      intercept_scaling=None, intercept_fraction=0.5):
+                      intercept_scaling=None, intercept_fraction=0.5, secure=False):
     """``data_norm="auto"``: ``(K, event)`` with ``K`` the bound on the augmented rows.
 
     The raw rows are to be clipped to ``factor`` times a private ``quantile`` of
@@ -653,8 +696,11 @@ def private_row_bound(X, epsilon, rng, *, norms=None, quantile=0.5, factor=0.7, 
     intercept column, when there is one, is added to that in the norm
     (``intercept_scaling``, or the share ``intercept_fraction`` of ``K``).
     ``norms``: the row norms of ``X`` when the caller has them already.
+    ``secure``: the selection is drawn floating-point safely (the exact
+    exponential mechanism, see :mod:`skdp.privacy.quantile`).
     """
-    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng)
+    value, event = private_quantile(row_norms(X) if norms is None else norms, quantile, epsilon, rng,
+                                    secure=secure)
     return augmented_row_bound(value * factor, fit_intercept, intercept_scaling, intercept_fraction), event
 
 
@@ -671,7 +717,7 @@ def augmented_row_bound(k_x, fit_intercept=True, intercept_scaling=None, interce
     return math.sqrt(k_x**2 + float(intercept_scaling) ** 2)
 
 
-def private_label_range(y, epsilon, rng, *, width=3.0):
+def private_label_range(y, epsilon, rng, *, width=3.0, secure=False):
     """``label_bound="auto"``: ``((low, high), events)``, the private median +- ``width`` private MADs.
 
     Two selections at ``epsilon`` each: the median on a signed grid, then the
@@ -682,28 +728,30 @@ def private_label_range(y, epsilon, rng, *, width=3.0):
     def counts(grid, centre=None):
         return grid_counts(y if centre is None else np.abs(y - centre), grid)
 
-    return label_range_from_counts(counts, y.size, epsilon, rng, width=width)
+    return label_range_from_counts(counts, y.size, epsilon, rng, width=width, secure=secure)
 
 
-def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0):
+def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secure=False):
     """:func:`private_label_range` from grid counts of the labels.
 
     ``counts(grid, centre)`` returns ``#{i : y_i <= c}`` for every ``c`` of
     ``grid`` (``centre=None``), or ``#{i : |y_i - centre| <= c}``: sums over
     rows, which a distributed fit adds up block by block; the second is asked
     for only after the centre is released. ``n_samples`` is public.
+    ``secure``: both selections floating-point safe (:mod:`skdp.privacy.quantile`).
     """
     centre, ev1 = private_quantile_from_counts(counts(DEFAULT_SIGNED_GRID, None), n_samples, 0.5, epsilon, rng,
-                                               DEFAULT_SIGNED_GRID)
+                                               DEFAULT_SIGNED_GRID, secure)
     spread, ev2 = private_quantile_from_counts(counts(DEFAULT_NORM_GRID, centre), n_samples, 0.5, epsilon, rng,
-                                               DEFAULT_NORM_GRID)
+                                               DEFAULT_NORM_GRID, secure)
     half = width * spread
     return (centre - half, centre + half), [ev1, ev2]
 
 
-def private_clip_norm(gradient_norms, quantile, epsilon, rng):
-    """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms."""
-    return private_quantile(gradient_norms, quantile, epsilon, rng)
+def private_clip_norm(gradient_norms, quantile, epsilon, rng, secure=False):
+    """``clip_norm="auto"``: ``(clip, event)``, a private ``quantile`` of per-example gradient norms
+    (``secure``: drawn floating-point safely)."""
+    return private_quantile(gradient_norms, quantile, epsilon, rng, secure=secure)
 
 
 def raw_row_bound(data_norm, fit_intercept, intercept_scaling, fraction):

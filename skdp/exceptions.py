@@ -29,5 +29,39 @@ class PrivacyAccountingError(ValueError):
     """The accountant cannot price a mechanism description it was given."""
 
 
+class SpentFitError(ValueError):
+    """A fit was refused **after** a private step had already read the data and spent budget.
+
+    E.g. ``classes="auto"`` selected fewer than 2 labels: the label-set
+    selection ran (a release, although its outcome only serves to refuse), so
+    the privacy it spent is gone even though no model is fitted. The error
+    carries it, so that it can be counted without a ledger (a ledger was
+    charged the whole fit before the data was read, and keeps that charge).
+
+    Attributes
+    ----------
+    privacy_spent : PrivacyBudget
+        What the steps that ran cost, by the shared accountant, at the
+        estimator's ``delta`` (replace-one neighbours, public ``n``).
+    privacy_events : list
+        Their privacy events (compose them with others, e.g. in
+        :func:`skdp.privacy.price`).
+    """
+
+    def __init__(self, message, privacy_spent, privacy_events):
+        super().__init__(message)
+        self.privacy_spent = privacy_spent
+        self.privacy_events = list(privacy_events)
+
+    def __reduce__(self):  # picklable (joblib workers) with its attributes
+        return (type(self), (self.args[0], self.privacy_spent, self.privacy_events))
+
+
 class BudgetExceededError(RuntimeError):
-    """A fit was refused, before touching the data, because it would exceed a ledger's budget."""
+    """A fit was refused because it would exceed a ledger's budget.
+
+    Before touching the data, on its plan; or, rarely, after it ran and before
+    anything is released, when the events it ran cost more at the ledger's
+    delta than its plan and the budget does not cover them (see
+    :meth:`skdp.PrivacyLedger.amend`).
+    """

@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import special
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -28,9 +29,11 @@ from .privacy import (
     gaussian_noise,
     gumbel_scale,
     l2_laplace_noise,
+    laplace_noise,
     price,
     private_quantile,
     pure_noise_scale,
+    weight_coordinate_scale,
 )
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
@@ -169,7 +172,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     L2-Laplace mechanism when ``delta=0``): the means of ``u`` and the means of
     ``u**2``. Their L2 sensitivities under **replace-one** neighbours with
     public ``n`` are ``sqrt(d)/n`` and ``sqrt(d)/(4n)`` (each coordinate moves
-    by at most 1 and 1/4). With ``clip_norm`` the rows ``u`` are also clipped
+    by at most 1 and 1/4), times ``max_sample_weight`` (the releases are
+    weighted sums; see that parameter). With ``clip_norm`` the rows ``u`` are also clipped
     to the L2 ball of radius ``c`` before the means, which lowers them to
     ``min(2c, sqrt(d))/n`` and ``min(sqrt(2) c^2, c/sqrt(2), sqrt(d)/4)/n``
     (two rows differ by at most ``2c``; the squares ``s = u**2`` are
@@ -258,14 +262,34 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     max_sample_weight : float, default=1.0
-        Public bound on the ``sample_weight`` of a row (> 0; larger weights
-        are clipped to it, with a ``UserWarning``). Used only when ``fit``
-        gets ``sample_weight``: the weighted fit releases the weighted sums
-        ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i^2`` and the total weight
-        ``(1/n) sum w_i`` (one more coordinate of the first release), each
-        sensitivity ``max_sample_weight`` times the unweighted one (the first
-        with the extra coordinate), and divides the sums by the noisy total.
-        Without ``sample_weight`` nothing changes; see
+        Public bound ``W`` on the ``sample_weight`` of a row (> 0; larger
+        weights are clipped to it, with a ``UserWarning``). Both releases are
+        the weighted sums ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i^2``
+        (``w_i = 1`` without ``sample_weight``), so both sensitivities, and the
+        noise, are ``W`` times the unweighted ones, whether or not ``fit`` gets
+        weights (as every skdp estimator; the price is the same). A weighted
+        mean divides by the total weight ``sum w_i``, which is private: the fit
+        with ``sample_weight`` also releases the **deficit** ``(1/n) sum (1 -
+        w_i)`` (0 when every weight is 1) with independent noise of the scale
+        :func:`skdp.privacy.weight_coordinate_scale` gives, which makes the
+        pair (means, deficit) exactly as private as the means alone (Gaussian
+        std ``(2 / sqrt(3)) (W / n) / mu_1``, ``mu_1`` the mean release's
+        Gaussian-DP ``mu``, or Laplace scale ``2 (W / n) b_1 / S_1`` when
+        ``delta = 0``): the fit with weights costs what the fit without
+        costs, and ``privacy_events_`` are the same. The noisy deficit ``e``
+        is set to 0 where ``|e| <= tau``, the public level its noise exceeds
+        with probability ``1e-6`` (``4.9`` standard deviations; ``13.8``
+        Laplace scales), and the sums are divided by ``t = 1 - e``
+        (post-processing), reported as ``n_samples_seen_ = n t``. So weights
+        all equal to 1 give the unweighted fit, bit for bit for a seed, except
+        with probability ``1e-6``; for other weights the total is unbiased
+        (std about 4.7 weight units at ``epsilon = 1``, ``W = 1``, whatever
+        ``n``) when it is more than about ``tau`` (23 weight units there) away
+        from ``n``, and within ``tau`` of the truth otherwise (``t = 1``:
+        relative error ``<= tau / n``, 2.3% at ``n = 1000``, which moves
+        ``mean_`` by at most ``tau / (2 n)`` of the range, 1.3 noise standard
+        deviations there in the worst case of a mean at a bound;
+        ``benchmarks/bench_weighted_scaler.py``). See
         :doc:`/user_guide/weights`.
 
     Attributes
@@ -288,6 +312,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The accountant's method.
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
+    n_samples_seen_ : float
+        ``n`` (public); with ``sample_weight``, the estimated total weight
+        ``n t`` the weighted sums were divided by (private: post-processing of
+        the noisy deficit; see ``max_sample_weight``), as scikit-learn's sum of
+        the weights.
     clip_norm_ : float or None
         The radius ``c`` used (in units of the ranges), ``None`` without
         clipping. Private with ``"auto"`` (part of the release).
@@ -345,28 +374,29 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return _public_bounds(self.bounds, n_features)
 
     @staticmethod
-    def _sensitivities(d, n, radius=None, weight=None):
-        """L2 sensitivities (replace-one, public ``n``) of the means of ``u`` and ``u**2``.
+    def _sensitivities(d, n, radius=None, weight=1.0):
+        """L2 sensitivities (replace-one, public ``n``) of ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i**2``.
 
         ``u`` in ``[-1/2, 1/2]^d``, and ``||u|| <= radius`` when a radius is given
-        (the derivation is in the class docstring). ``weight=W`` (a weighted
-        fit): the releases are ``(1/n) sum w_i (u_i, 1/2)`` (the total weight as
-        one more coordinate, each row's vector of norm ``<= W sqrt(||u||^2 + 1/4)``,
-        so ``2 W`` times that) and ``(1/n) sum w_i u_i^2`` (``W`` times the
-        unweighted sensitivity: each row's vector is ``w_i`` times a vector of
-        the unweighted argument).
+        (the derivation is in the class docstring); every weight in ``[0, W]``,
+        ``W = weight`` (1 and all weights 1: the means). Each is ``W`` times the
+        unweighted one: a row's vector is ``w_i`` times a vector of the
+        unweighted argument, so two rows differ by at most ``W`` times as much
+        (``||w v - w' v'||`` is convex in ``(w, w')``: its maximum over
+        ``[0, W]^2`` is at a vertex, where it is ``W ||v - v'||`` or ``W ||v||``,
+        and ``||v|| <= max ||v - v'||`` here since ``-v`` is a possible row).
         """
+        W = float(weight)
         box_mean, box_square = math.sqrt(d), math.sqrt(d) / 4
-        if weight is not None:
-            W = float(weight)
-            mean = math.sqrt(d + 1) if radius is None else min(2 * math.sqrt(float(radius) ** 2 + 0.25),
-                                                               math.sqrt(d + 1))
-            square = DPStandardScaler._sensitivities(d, n, radius)[1]
-            return W * mean / n, W * square
         if radius is None:
-            return box_mean / n, box_square / n
+            return W * box_mean / n, W * box_square / n
         c = float(radius)
-        return min(2 * c, box_mean) / n, min(math.sqrt(2) * c * c, c / math.sqrt(2), box_square) / n
+        return W * min(2 * c, box_mean) / n, W * min(math.sqrt(2) * c * c, c / math.sqrt(2), box_square) / n
+
+    @staticmethod
+    def _row_norm(d, radius=None):
+        """The largest ``||u||`` of a row in the unit box (clipped to ``radius`` when given)."""
+        return math.sqrt(d) / 2 if radius is None else min(float(radius), math.sqrt(d) / 2)
 
     def _auto_grid(self, d):
         """Public candidates for ``clip_norm="auto"``: 25 geometric points on ``[sqrt(d)/200, sqrt(d)/2]``."""
@@ -414,11 +444,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         scales = [sens[0] * unit / math.sqrt(f), sens[1] * unit / math.sqrt(1 - f)]
         return [GaussianEvent(s, b) for s, b in zip(sens, scales)], scales
 
-    def planned_events(self, n_samples, n_features=None, weighted=False):
+    def planned_events(self, n_samples, n_features=None):
         """Events a fit on ``n_samples`` rows releases (``None``: bounds come from the data).
 
-        ``weighted``: a fit with ``sample_weight`` (see ``max_sample_weight``).
-
+        The same with and without ``sample_weight`` (see ``max_sample_weight``).
         With ``clip_norm="auto"`` the radius is chosen during the fit; both noise
         scales are proportional to the sensitivities, so the events priced at
         the box sensitivities cost the same. With ``bounds="auto"``,
@@ -430,8 +459,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         d = _planned_features(self, n_features)
         self._public_bounds(d)
         radius = None if self.clip_norm is None or isinstance(self.clip_norm, str) else self.clip_norm
-        W = weight_bound(self) if weighted else None
-        return self._selection_events(d) + self._events(self._sensitivities(d, int(n_samples), radius, W), d)[0]
+        sens = self._sensitivities(d, int(n_samples), radius, weight_bound(self))
+        return self._selection_events(d) + self._events(sens, d)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, privacy_ledger=None):
@@ -448,7 +477,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             Row weights in ``[0, max_sample_weight]`` (larger ones are clipped
             to it, with a ``UserWarning``; negative ones raise ``ValueError``):
             the weighted mean and variance, as scikit-learn's, from the noisy
-            weighted sums and the noisy total weight (see ``max_sample_weight``).
+            weighted sums and the estimated total weight (see
+            ``max_sample_weight``). Weights all equal to 1 give the fit without
+            weights (except with probability ``1e-6``).
         privacy_ledger : PrivacyLedger or None, default=None
             Charged before the data is read (or the active ``with ledger:``).
 
@@ -462,13 +493,9 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         check_weight_params(self)
-        weighted = sample_weight is not None
-        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger, weighted=weighted)
+        X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
-        weights = None
-        if weighted:
-            weights = row_weights(self, sample_weight, X)
-            weights = np.ones(n) if weights is None else weights
+        weights = None if sample_weight is None else row_weights(self, sample_weight, X)  # None: all 1
         rng = fit_randomness(self)
         eps0 = self._selection_epsilon(d)
         events, self.quantile_ = [], None
@@ -487,33 +514,65 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
         U = _clip_unit_rows(U, radius, norms)
-        if weighted:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the total weight / n
-            return self._release_moments(n, d, lo, hi, weights @ U / n, weights @ U**2 / n, radius, events, rng,
-                                         derived, eps0, total=weights.sum() / n)
-        return self._release_moments(n, d, lo, hi, U.mean(axis=0), np.mean(U**2, axis=0), radius, events, rng,
-                                     derived, eps0)
+        if weights is None:  # unweighted, or every weight 1: the means (and, weighted, a deficit of 0)
+            first, second = U.mean(axis=0), np.mean(U**2, axis=0)
+            deficit = None if sample_weight is None else 0.0
+        else:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the deficit (1/n) sum (1 - w_i)
+            first, second, deficit = weights @ U / n, weights @ U**2 / n, math.fsum(1.0 - weights) / n
+        return self._release_moments(n, d, lo, hi, first, second, radius, events, rng, derived, eps0,
+                                     deficit=deficit)
 
-    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, total=None):
+    #: sample_weight: the public tail mass beyond the threshold of the noisy deficit (see max_sample_weight)
+    _deficit_tail = 1e-6
+
+    def _deficit_scale(self, sens, scale, d, n, radius):
+        """Noise scale of the deficit ``(1/n) sum (1 - w_i)`` that the mean release carries for free.
+
+        :func:`skdp.privacy.weight_coordinate_scale` with the mean release's
+        sensitivity ``sens`` and noise ``scale``, a row's largest weighted
+        vector ``W ||u||_max / n`` and a deficit step of ``W / n``.
+        """
+        W = weight_bound(self)
+        return weight_coordinate_scale(scale, sens, W * self._row_norm(d, radius) / n, W / n,
+                                       gaussian=self.delta > 0)
+
+    def _total_weight(self, deficit, noise_scale, n, rng):
+        """The estimate ``t`` of ``(1/n) sum w_i`` from the noisy deficit (post-processing).
+
+        ``t = 1 - e`` with ``e`` the noisy deficit set to 0 where ``|e| <= tau``
+        (hard threshold; ``tau`` the public ``1 - _deficit_tail/2`` quantile of
+        the noise's absolute value), clamped to ``[min(1/n, W), W]``.
+        """
+        W = weight_bound(self)
+        if self.delta > 0:
+            noisy = deficit + float(gaussian_noise(rng, noise_scale, 1)[0])
+            tau = noise_scale * float(special.ndtri(1.0 - self._deficit_tail / 2))
+        else:
+            noisy = deficit + float(laplace_noise(rng, noise_scale, 1)[0])
+            tau = noise_scale * math.log(1.0 / self._deficit_tail)
+        t = 1.0 - (noisy if abs(noisy) > tau else 0.0)
+        return min(max(t, min(1.0 / n, W)), W)
+
+    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, deficit=None):
         """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``), set
         the fitted attributes and price the fit. ``events`` are the private selections made before.
 
-        ``total`` (weighted fits): the total weight over ``n``, released with the first moments and divided
-        out (``u_mean``, ``u_second`` are then the weighted sums over ``n``).
+        ``deficit`` (fits with ``sample_weight``): ``(1/n) sum (1 - w_i)``, released after the two moments
+        with the noise of :meth:`_deficit_scale`; the moments (then the weighted sums over ``n``) are divided
+        by the estimated total weight of :meth:`_total_weight`.
         """
         r = hi - lo
-        weighted = total is not None
-        sens = self._sensitivities(d, n, radius, weight_bound(self) if weighted else None)
+        sens = self._sensitivities(d, n, radius, weight_bound(self))
         release_events, scales = self._events(sens, d)
         events = events + release_events
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
-        if weighted:
-            first = np.append(u_mean, 0.5 * total) + draw(rng, scales[0], d + 1)
-            total = max(2.0 * first[d], 1.0 / n)
-            umean = np.clip(first[:d] / total, -0.5, 0.5)
-            usecond = (u_second + draw(rng, scales[1], d)) / total
-        else:
-            umean = np.clip(u_mean + draw(rng, scales[0], d), -0.5, 0.5)
-            usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise
+        first = u_mean + draw(rng, scales[0], d)
+        usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise (unweighted)
+        total = 1.0
+        if deficit is not None:  # drawn last: with every weight 1 the moments are the unweighted fit's
+            total = self._total_weight(deficit, self._deficit_scale(sens[0], scales[0], d, n, radius), n, rng)
+            first, usecond = first / total, usecond / total
+        umean = np.clip(first, -0.5, 0.5)
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up.
         floor = max(1e-4, 2.0 * float(scales[1]))
@@ -526,6 +585,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.mean_ = mean if self.with_mean else np.zeros(d)
         self.var_ = var
         self.scale_ = np.sqrt(var) if self.with_std else np.ones(d)
+        self.n_samples_seen_ = np.float64(n * total)
         release(self, events, derived=derived, noise_scale=np.asarray(scales))
         return self
 
@@ -623,6 +683,8 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
         state the fit started from. Releases with equal digests share their
         noise; skdp's composition tools report them as ``epsilon=inf``.
+    n_samples_seen_ : int
+        The number of rows ``n`` (public).
     n_features_in_ : int
 
     Examples
@@ -718,6 +780,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_ = (b - a) / self.data_range_
         self.min_ = a - data_min * self.scale_
         self.selection_epsilon_ = eps0
+        self.n_samples_seen_ = int(n)
         release(self, [BoundedRangeEvent(eps0, 2 * d)], derived=derived, noise_scale=gumbel_scale(1.0, eps0),
                 n_clipped=np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
         return self

@@ -153,10 +153,15 @@ def test_v5_pure_curves():
 
 
 def test_v7_mixed_events():
+    from skdp.privacy.accounting import _rdp_epsilon
+
     ev = [GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)]
+    eps_rdp, order = _rdp_epsilon(ev, 1e-5, "replace_one", True)
+    assert (eps_rdp, order) == (pytest.approx(7.5373728, rel=1e-7), 4.1)
+    # the exact Gaussian + pure composition is tighter than RDP here (7.2972 by dp-accounting's PLD, below)
     rep = price(ev, 1e-5)
-    assert rep.method == "rdp"
-    assert rep.budget.epsilon == pytest.approx(7.5373728, rel=1e-7)
+    assert rep.method == "gdp+pure"
+    assert 7.29 < rep.budget.epsilon < eps_rdp
 
 
 def test_pure_events_with_delta_zero_compose_basically():
@@ -279,5 +284,70 @@ def test_agrees_with_dp_accounting_pld_and_rdp():
     racc.compose(dpa.GaussianDpEvent(5.0), 50)
     racc.compose(dpa.ZCDpEvent(0.1**2 / 8), 20)
     racc.compose(dpa.RandomizedResponseDpEvent(2 / (1 + math.exp(0.5)), 2))
-    ours = price([GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)], 1e-5)
-    assert ours.budget.epsilon == pytest.approx(racc.get_epsilon(1e-5), rel=1e-6)
+    from skdp.privacy.accounting import _rdp_epsilon
+
+    mixed = [GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)]
+    assert _rdp_epsilon(mixed, 1e-5, "replace_one", True)[0] == pytest.approx(racc.get_epsilon(1e-5), rel=1e-6)
+    assert price(mixed, 1e-5).budget.epsilon < racc.get_epsilon(1e-5)  # "gdp+pure" is tighter here
+
+
+# ---------------------------------------------------------------- Gaussian composed with pure events, exactly
+def _hockey_stick_by_quadrature(mu, pure, eps):
+    """delta(eps) of N(mu, 1) x RR(e_1) x ... vs N(0, 1) x RR'(e_1) x ..., by enumerating the randomised
+    responses and integrating the Gaussian part numerically (no closed form of the Gaussian curve)."""
+    from itertools import product
+
+    from scipy import integrate, stats
+
+    total = 0.0
+    for signs in product((1, -1), repeat=len(pure)):
+        # P-probability of the outcome and its privacy loss
+        p = math.prod(math.exp(e) / (1 + math.exp(e)) if s > 0 else 1 / (1 + math.exp(e)) for s, e in zip(signs, pure))
+        loss = sum(s * e for s, e in zip(signs, pure))
+        if mu == 0:
+            total += p * max(0.0, 1 - math.exp(eps - loss))
+            continue
+        # E_{x ~ N(mu, 1)} [(1 - exp(eps - loss - L(x)))_+], L(x) = mu x - mu^2 / 2
+        f = lambda x: stats.norm.pdf(x, mu) * max(0.0, 1 - math.exp(eps - loss - (mu * x - mu * mu / 2)))  # noqa: E731
+        lo = (eps - loss) / mu + mu / 2
+        total += p * integrate.quad(f, lo, lo + 40, epsabs=1e-14, epsrel=1e-10)[0]
+    return total
+
+
+@pytest.mark.parametrize("mu, pure, delta", [
+    (0.25, [0.05], 1e-5), (0.5, [0.05, 0.2, 0.2], 1e-6), (0.0, [0.3, 0.3, 0.5], 1e-3), (1.5, [0.4], 1e-2),
+])
+def test_gaussian_with_pure_events_is_the_product_of_dominating_pairs(mu, pure, delta):
+    events = [GaussianEvent(1.0, 1.0 / mu)] if mu else []
+    events += [BoundedRangeEvent(e) if i % 2 else PureDPEvent(e) for i, e in enumerate(pure)]
+    report = price(events, delta)
+    eps = report.budget.epsilon
+    basic = (gdp_epsilon(mu, delta) if mu else 0.0) + sum(pure)
+    assert eps < basic - 1e-3  # strictly tighter than adding the pure epsilons
+    if mu:
+        assert report.method == "gdp+pure"
+    # the reported epsilon is on the private side of the exact curve, and tight
+    assert _hockey_stick_by_quadrature(mu, pure, eps) <= delta * (1 + 1e-6)
+    assert _hockey_stick_by_quadrature(mu, pure, eps - 1e-4) > delta
+
+
+def test_gaussian_with_pure_events_agrees_with_dp_accounting_pld():
+    pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    # V7's events, then a default fit's shape (one bounded-range bound, a few selections)
+    v7 = price([GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)], 1e-5).budget.epsilon
+    dist = pld.from_gaussian_mechanism(5.0 / math.sqrt(50), sensitivity=1.0, value_discretization_interval=1e-5)
+    for e, c in [(0.1, 20), (0.5, 1)]:
+        dist = dist.compose(pld.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-5).self_compose(c))
+    assert v7 == pytest.approx(dist.get_epsilon_for_delta(1e-5), abs=1e-5)
+
+    mu, pure, delta = 0.3, [(0.05, 1), (0.1, 4)], 1e-5
+    dist = pld.from_gaussian_mechanism(1.0 / mu, sensitivity=1.0, value_discretization_interval=1e-5)
+    for e, c in pure:
+        dist = dist.compose(pld.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-5).self_compose(c))
+    ours = price([GaussianEvent(1.0, 1.0 / mu)] + [PureDPEvent(e, c) for e, c in pure], delta).budget.epsilon
+    assert ours == pytest.approx(dist.get_epsilon_for_delta(delta), abs=1e-5)

@@ -414,3 +414,22 @@ def test_bad_class_weight_values(name, value, match):
     X, y = _data(est)
     with pytest.raises(ValueError, match=match):
         _call_and_check_untouched(lambda: _fit(est, X, y), X, y)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"noise_scale": 0.0}, "noise_scale must be positive"),
+    ({"noise_scale": math.nan}, "noise_scale must be a finite"),
+    ({"sensitivity": -1.0}, "sensitivity must be a finite"),
+    ({"sensitivity": 0.5}, "sensitivity must exceed row_norm"),
+    ({"row_norm": math.inf}, "row_norm must be a finite"),
+    ({"weight_step": -1.0}, "weight_step must be a finite"),
+    ({"weight_step": "1"}, "weight_step must be a finite"),
+])
+def test_bad_weight_coordinate_scale_arguments(kwargs, match):
+    """skdp.privacy.weight_coordinate_scale (the weighted scaler's total weight) names the bad argument."""
+    from skdp.privacy import weight_coordinate_scale
+
+    args = dict(noise_scale=1.0, sensitivity=2.0, row_norm=1.0, weight_step=1.0) | kwargs
+    with pytest.raises(ValueError, match=match):
+        weight_coordinate_scale(**args)
+    assert weight_coordinate_scale(1.0, 2.0, 1.0, 1.0) == pytest.approx(1 / math.sqrt(3))

@@ -124,8 +124,8 @@ def test_output_pert_secure_noise_mode():
     # the continuous mode at the same budget has less noise (analytic Gaussian vs zCDP)
     cont = DPRidge(solver="output_pert", data_norm=1.0, label_bound=1.0, random_state=0).fit(X, y)
     assert cont.noise_scale_ < m.noise_scale_ < 1.35 * cont.noise_scale_
-    with pytest.raises(ValueError, match="secure_noise"):
-        _secure_ridge(epsilon=1.0, delta=0.0).fit(X, y)
+    pure = _secure_ridge(epsilon=1.0, delta=0.0).fit(X, y)  # the geometric mechanism (tests/test_secure_noise.py)
+    assert pure.solver_info_["noise"] == "discrete_laplace" and pure.privacy_spent_.delta == 0
     clf = DPLogisticRegression(solver="output_pert", data_norm=1.0, classes=[0, 1],
                                solver_options={"secure_noise": True}, random_state=0).fit(X, (y > 0).astype(int))
     assert clf.privacy_spent_.epsilon <= 1.0 + 1e-9
@@ -190,3 +190,105 @@ def test_secure_dp_gd_audit():
     assert audit(est, X0, y0, n_fits=200, canary_norm=1.0).passed
     control = audit(est, X0, y0, n_fits=200, canary_norm=1.0, noise_multiplier=0.25)
     assert control.mu_lower_bound > control.claimed_mu, control
+
+
+# ------------------------------------------------------------------------------------------
+# the vectorised exact samplers against the exact pmf
+# ------------------------------------------------------------------------------------------
+def _binned_pvalue(samples, edges, masses):
+    """Chi-square p-value of integer samples in the bins ``[edges[i], edges[i+1])`` with exact masses."""
+    obs = np.histogram(samples, bins=edges)[0].astype(float)
+    assert obs.sum() == len(samples)  # the bins cover every sample
+    return stats.chisquare(obs, masses / masses.sum() * len(samples)).pvalue
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, math.sqrt(7 / 3), 37.25, 1e6])
+def test_fast_discrete_gaussian_matches_the_exact_pmf(sigma):
+    from skdp.privacy.discrete import discrete_gaussian
+
+    rng = np.random.RandomState(11)
+    sigma2 = Fraction(sigma) ** 2
+    z = discrete_gaussian(rng, sigma2, 40000)
+    assert z.dtype == np.int64 and z.shape == (40000,)
+    if sigma < 50:  # exact pmf on the integers, the tails merged into the outer bins
+        ks = np.arange(-int(12 * sigma) - 2, int(12 * sigma) + 3)
+        pmf = np.exp(-ks.astype(float) ** 2 / (2 * float(sigma2)))
+        pmf /= pmf.sum()
+        centre = ks[pmf * 40000 >= 5]
+        edges = np.concatenate([[-np.inf], centre[1:], [np.inf]])
+        assert _binned_pvalue(z, edges, np.histogram(ks, bins=edges, weights=pmf)[0]) > 1e-3
+    else:  # 60 bins of the integers; at this scale the discrete Gaussian's bin masses equal the normal's
+        # to within exp(-2 pi^2 sigma^2) (Poisson summation)
+        cuts = np.round(stats.norm.ppf(np.linspace(0, 1, 61)[1:-1]) * sigma)
+        edges = np.concatenate([[-np.inf], cuts, [np.inf]])
+        masses = np.diff(stats.norm.cdf((edges - 0.5) / sigma))
+        assert _binned_pvalue(z, edges, masses) > 1e-3
+    # the reference sampler draws the same law (a two-sample test on a few hundred draws)
+    if sigma < 50:
+        from skdp.privacy.discrete import discrete_gaussian_reference
+
+        ref = discrete_gaussian_reference(np.random.RandomState(12), sigma2, 800)
+        assert stats.mannwhitneyu(ref, z[:800]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 3), Fraction(7, 2), Fraction(10**6)])
+def test_fast_discrete_laplace_matches_the_exact_pmf(scale):
+    from skdp.privacy.discrete import discrete_laplace
+
+    rng = np.random.RandomState(13)
+    z = discrete_laplace(rng, scale, 40000)
+    b = float(scale)
+    a = math.exp(-1 / b)  # P(y) = (1 - a) / (1 + a) a^|y|; P(|y| >= k) for k >= 1 is 2 a^k / (1 + a)
+    if b < 10:
+        ks = np.arange(-int(12 * b) - 1, int(12 * b) + 2)
+        pmf = (1 - a) / (1 + a) * a ** np.abs(ks)
+        centre = pmf * 40000 >= 5
+        ks = ks[centre]
+        edges = np.concatenate([[-np.inf], ks[1:], [np.inf]])
+        cdf = np.array([_dlap_cdf(e, a) for e in edges])
+    else:
+        cuts = np.round(np.linspace(-4 * b, 4 * b, 41))
+        edges = np.concatenate([[-np.inf], cuts, [np.inf]])
+        cdf = np.array([_dlap_cdf(e, a) for e in edges])
+    assert _binned_pvalue(z, edges, np.diff(cdf)) > 1e-3
+
+
+def _dlap_cdf(x, a):
+    """``P(Y < x)`` of the discrete Laplace ``P(y) prop. to a^|y|``, ``x`` an integer or infinite."""
+    if x == -np.inf:
+        return 0.0
+    if x == np.inf:
+        return 1.0
+    x = int(x)
+    if x <= 0:  # P(Y <= x - 1) = a^(1 - x) / (1 + a)
+        return a ** (1 - x) / (1 + a)
+    return 1 - a ** x / (1 + a)
+
+
+@pytest.mark.parametrize("x", [Fraction(0), Fraction(3, 10), Fraction(1), Fraction(5, 2),
+                               Fraction(3 * 2**70 + 1, 2**71), Fraction(10**30 + 7, 10**30)])
+def test_vectorised_bernoulli_exp_neg(x):
+    from skdp.privacy.discrete import bernoulli_exp_neg
+
+    rng = np.random.RandomState(14)
+    n = 40000
+    hits = bernoulli_exp_neg(rng, np.full(n, x.numerator, dtype=object), x.denominator)
+    p = math.exp(-float(x))
+    assert abs(hits.mean() - p) < 5 * math.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def test_vectorised_bernoulli_exact_fallback(monkeypatch):
+    """With 3-bit uniforms most big-denominator trials are undecided and finish on the exact remainder."""
+    from skdp.privacy import discrete
+
+    monkeypatch.setattr(discrete, "_B", 3)
+    rng = np.random.RandomState(15)
+    x = Fraction(2**60 + 12345, 2**61)  # just over 1/2, a denominator of the big-integer path
+    n = 40000
+    hits = discrete.bernoulli_exp_neg(rng, np.full(n, x.numerator, dtype=object), x.denominator)
+    p = math.exp(-float(x))
+    assert abs(hits.mean() - p) < 5 * math.sqrt(p * (1 - p) / n)
+    with pytest.raises(ValueError, match="num >= 0"):
+        discrete.bernoulli_exp_neg(rng, [-1], 2)
+    with pytest.raises(ValueError, match="range"):
+        discrete.discrete_laplace(rng, Fraction(2**41), 3)

@@ -284,3 +284,112 @@ def test_breast_cancer_default_accuracy():
     X = StandardScaler().fit_transform(X)  # public scaling stands in for a scaler fitted elsewhere
     scores = [DPLogisticRegression(random_state=s).fit(X, y).score(X, y) for s in range(5)]
     assert np.mean(scores) > 0.92
+
+
+def _one_label_data():
+    """300 rows, 296 of label 0: classes="auto" selects only label 0 (a fit needs 2)."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-0.5, 0.5, (300, 3))
+    y = np.zeros(300, dtype=int)
+    y[:4] = 1
+    return X, y
+
+
+@pytest.mark.parametrize("make", [lambda: DPLogisticRegression(classes="auto", data_norm=1.0),
+                                  lambda: DPLinearSVC(classes="auto", data_norm=1.0),
+                                  lambda: DPSparseLogisticRegression(classes="auto", n_nonzero_coefs=2),
+                                  lambda: MultiPartyDPLogisticRegression(classes="auto", n_parties=2)],
+                         ids=["DPLogisticRegression", "DPLinearSVC", "DPSparseLogisticRegression", "MultiParty"])
+def test_a_refusal_after_the_selection_carries_what_it_spent(make):
+    """Fewer than 2 labels selected: the refusal comes after the selection ran, so the error states and carries
+    the selection's price; with a ledger, the whole planned fit was charged before and stays charged."""
+    from skdp import SpentFitError
+
+    X, y = _one_label_data()
+    est = make().set_params(random_state=0)
+    with pytest.raises(SpentFitError, match="selected 1 label") as info:
+        est.fit(X, y)
+    spent = price(class_selection_events(est, 300), est.delta).budget
+    assert isinstance(info.value, ValueError)
+    assert 0 < info.value.privacy_spent.epsilon == pytest.approx(spent.epsilon, rel=1e-12)
+    assert info.value.privacy_spent.delta == est.delta
+    assert f"spent epsilon={spent.epsilon:.6g}, delta={est.delta:.3g}" in str(info.value)
+    assert info.value.privacy_events == class_selection_events(est, 300)
+    assert not hasattr(est, "coef_")
+    ledger = PrivacyLedger(100.0, 1e-5)
+    with pytest.raises(SpentFitError, match="ledger was charged the whole fit"):
+        make().set_params(random_state=1).fit(X, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 1
+    assert ledger.spent().epsilon >= spent.epsilon
+    assert ledger.spent().epsilon == pytest.approx(price(make().planned_events(300, 3), 1e-5).budget.epsilon)
+
+
+def test_spent_fit_error_pickles_with_its_privacy():
+    import pickle
+
+    from skdp import SpentFitError
+
+    X, y = _one_label_data()
+    with pytest.raises(SpentFitError) as info:
+        DPLogisticRegression(classes="auto", data_norm=1.0, random_state=0).fit(X, y)
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == str(info.value) and again.privacy_spent == info.value.privacy_spent
+    assert again.privacy_events == info.value.privacy_events
+
+
+@pytest.mark.parametrize("make", [lambda: DPLogisticRegression(classes="auto", data_norm=1.0),
+                                  lambda: DPLinearSVC(classes="auto", data_norm=1.0),
+                                  lambda: DPSparseLogisticRegression(classes="auto", n_nonzero_coefs=2),
+                                  lambda: MultiPartyDPLogisticRegression(classes="auto", n_parties=2)],
+                         ids=["DPLogisticRegression", "DPLinearSVC", "DPSparseLogisticRegression", "MultiParty"])
+def test_bad_sample_weight_is_refused_before_the_selection_spends(make, monkeypatch):
+    """A bad sample_weight (or multi-party parties) is refused before the label-set selection reads the labels."""
+    import skdp._release as release_module
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the label-set selection ran before the bad input was refused")
+
+    monkeypatch.setattr(release_module, "private_label_set_gaussian_from_counts", must_not_run)
+    X, y = _one_label_data()
+    w = np.ones(300)
+    w[3] = -1.0
+    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+        make().fit(X, y, sample_weight=w)
+    if isinstance(make(), MultiPartyDPLogisticRegression):
+        with pytest.raises(ValueError, match="parties"):
+            make().fit(X, y, parties=np.zeros(299))
+
+
+def test_a_solver_refusing_the_selected_label_count_carries_the_spent_selection():
+    """classes="auto" picks 3 labels and the solver fits 2 only: refused after the selection, with its price."""
+    from skdp import SpentFitError
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-0.5, 0.5, (600, 3))
+    y = np.repeat([0, 1, 2], 200)
+    est = DPLogisticRegression(classes="auto", solver="noisy_sgd", data_norm=1.0, random_state=0)
+    with pytest.raises(SpentFitError, match="Only binary classification is supported by solver='noisy_sgd'") as info:
+        est.fit(X, y)
+    assert info.value.privacy_spent == price(class_selection_events(est, 600), est.delta).budget
+    assert isinstance(info.value.__cause__, ValueError)
+    # the same refusal with a public label set spends nothing: a plain ValueError, before the data is read
+    with pytest.raises(ValueError, match="Only binary") as plain:
+        DPLogisticRegression(classes=[0, 1, 2], solver="noisy_sgd", data_norm=1.0).fit(X, y)
+    assert not isinstance(plain.value, SpentFitError)
+
+
+def test_auto_classes_warn_when_the_threshold_is_close_to_the_label_sizes():
+    """The warning depends on public quantities and the released set only (n, epsilon, threshold, k)."""
+    import warnings
+
+    from sklearn.datasets import load_digits
+
+    from skdp import DPLogisticRegression
+
+    X, y = load_digits(return_X_y=True)
+    X, y = (X[:1257] - X.mean(0)) / (X.std(0) + 1e-9), y[:1257]  # about 126 rows per label
+    with pytest.warns(UserWarning, match="labels of similar frequency may have been left out"):
+        DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        DPLogisticRegression(epsilon=2.0, random_state=0).fit(X, y)  # a threshold of 38 rows

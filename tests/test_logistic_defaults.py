@@ -46,7 +46,13 @@ def test_noisy_regime_schedule_matches_an_independent_computation(n, p, loss, ep
 def test_small_noise_keeps_fista_and_max_iter_overrides():
     loss = LogisticLoss()
     plan = get_solver("dp_gd").make_plan(_problem(200_000, 11, loss), PrivacyBudget(5.0, 1e-5))
+    # FISTA with the private curvature release (24 steps of 1.3 / L); without it, 100 steps of 1.9 / beta
+    assert plan.settings["T"] == 24 and plan.settings["clip"] is None and plan.settings["accelerate"]
+    assert plan.settings["curvature"] > 0 and len(plan.events) == 2
+    plan = get_solver("dp_gd").make_plan(_problem(200_000, 11, loss, options={"curvature": False}),
+                                         PrivacyBudget(5.0, 1e-5))
     assert plan.settings["T"] == 100 and plan.settings["clip"] is None and plan.settings["accelerate"]
+    assert "curvature" not in plan.settings and len(plan.events) == 1
     plan = get_solver("dp_gd").make_plan(_problem(398, 31, loss, max_iter=7), PrivacyBudget(1.0, 1e-5))
     assert plan.settings["T"] == 7 and plan.settings["clip"] is None
 

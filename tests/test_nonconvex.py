@@ -63,7 +63,7 @@ def _data(n=300, d=6, seed=0):
 def test_dp_lssgd_noise_multiplier_is_the_accountants():
     X, y = _data()
     m = DPLogisticRegression(1.0, solver="dp_lssgd", data_norm=1.0, classes=[0, 1], random_state=0).fit(X, y)
-    b, T = m.solver_info_["batch_size"], m.n_iter_
+    b, (T,) = m.solver_info_["batch_size"], m.n_iter_
     assert b == math.ceil(math.sqrt(300)) and T == min(2000, math.ceil(5 * 300 / b))
     z = m.solver_info_["noise_multiplier"]
     q = b / 300
@@ -194,7 +194,7 @@ def test_dp_srm_calibration():
     X, y = _data(n=300, d=5)
     m = DPLogisticRegression(1.0, solver="dp_srm", data_norm=1.0, classes=[0, 1], random_state=0,
                              solver_options={"initial_batch_size": 40}).fit(X, y)
-    info, T = m.solver_info_, m.n_iter_
+    info, (T,) = m.solver_info_, m.n_iter_
     b, b0, z = info["batch_size"], info["initial_batch_size"], info["noise_multiplier"]
     assert (b, b0, T) == (18, 40, min(2000, math.ceil(4 * 300 / 18)))
     events = [PoissonGaussianEvent(b0 / 300, z, 1), PoissonGaussianEvent(b / 300, z, T - 1)]

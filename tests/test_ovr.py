@@ -101,7 +101,7 @@ def test_gaussian_split_is_the_sigma_of_the_whole_budget_for_k_times_the_release
 def test_multiparty_noise_scale_matches_an_independent_calibration(iris):
     X, y = iris
     clf = MultiPartyDPLogisticRegression(epsilon=1.0, n_parties=3, classes=[0, 1, 2], random_state=0).fit(X, y)
-    T, m, n_min, d = clf.n_iter_, 3, 50, 5
+    (T,), m, n_min, d = clf.n_iter_, 3, 50, 5
     sens = (2 * 0.5 / n_min + math.sqrt(d) * 2.0**-32) / m  # 2 G / n_min + rounding, over m parties
     assert clf.noise_scale_ == pytest.approx(calibrate_gaussian(3 * T * sens**2, 1.0, 1e-5), rel=1e-5)
     assert clf.privacy_events_ == [GaussianEvent(sens, clf.noise_scale_, 3 * T)]
@@ -212,3 +212,57 @@ def test_binary_only_solvers_of_dplogisticregression_still_say_so(iris):
     X, y = iris
     with pytest.raises(ValueError, match="Only binary classification is supported by solver='noisy_sfw'"):
         DPLogisticRegression(solver="noisy_sfw", classes=[0, 1, 2], alpha=0.1).fit(X, y)
+
+
+def test_a_fit_that_spends_more_than_its_ledger_charge_is_amended_or_not_released(iris, monkeypatch):
+    """classes="auto" with a one-vs-rest solver: the ledger is charged a binary fit before the label set is known.
+    The events the fit ran are checked against that charge before anything is released. A split that spends
+    more (here: k binary fits at the whole budget, monkeypatched in) is recorded as what it ran when the
+    ledger's budget allows it, and otherwise refused, leaving no model and the first charge."""
+    import skdp._release as release_module
+    from sklearn.base import clone
+
+    from skdp import BudgetExceededError
+    from skdp.privacy.events import scale_event_count
+
+    X, y = iris
+    est = DPLinearSVC(classes="auto", epsilon=4.0, data_norm=1.0, random_state=0)
+    charged = price(est.planned_events(*X.shape), 1e-5).budget.epsilon
+    ledger = PrivacyLedger(100.0, 1e-5)
+    fitted = clone(est).fit(X, y, privacy_ledger=ledger)  # the real split: within the charge, kept as charged
+    assert fitted.classes_.tolist() == [0, 1, 2] and fitted.solver_info_["one_vs_rest"]
+    assert price(fitted.privacy_events_, 1e-5).budget.epsilon <= charged * (1 + 1e-9)
+    assert ledger.events() == est.planned_events(*X.shape)
+
+    def unsplit(events_for, n_classes, budget, pre_events=(), delta=None):
+        return budget, [scale_event_count(ev, n_classes) for ev in events_for(budget)]
+
+    monkeypatch.setattr(release_module, "ovr_budget", unsplit)
+    roomy = PrivacyLedger(100.0, 1e-5)
+    over = clone(est).fit(X, y, privacy_ledger=roomy)
+    assert over.privacy_spent_.epsilon > 4.0  # what it ran, reported
+    assert roomy.n_fits == 1 and roomy.events() == over.privacy_events_  # the record says what was released
+    assert roomy.spent().epsilon == pytest.approx(over.privacy_spent_.epsilon, rel=1e-9)
+
+    tight = PrivacyLedger(charged * 1.01, 1e-5)
+    bad = clone(est)
+    with pytest.raises(BudgetExceededError, match="more than the .* charged before the fit"):
+        bad.fit(X, y, privacy_ledger=tight)
+    assert not [k for k in vars(bad) if k.endswith("_") and not k.startswith("_")]  # nothing released
+    assert tight.n_fits == 1 and tight.events() == est.planned_events(*X.shape)  # the first charge stays
+
+
+def test_amend_replaces_one_record_within_the_budget():
+    from skdp import BudgetExceededError
+
+    ledger = PrivacyLedger(2.0, 1e-5)
+    ledger.charge([GaussianEvent(1.0, 4.0)], label="a", record_id="a")
+    ledger.charge([GaussianEvent(1.0, 4.0)], label="b", record_id="b")
+    total = ledger.amend("b", [GaussianEvent(1.0, 3.0)])
+    assert ledger.events() == [GaussianEvent(1.0, 4.0), GaussianEvent(1.0, 3.0)]
+    assert total == ledger.spent() == price([GaussianEvent(1.0, 4.0), GaussianEvent(1.0, 3.0)], 1e-5).budget
+    with pytest.raises(BudgetExceededError, match="over the ledger's budget"):
+        ledger.amend("a", [GaussianEvent(1.0, 0.5)])
+    assert ledger.events() == [GaussianEvent(1.0, 4.0), GaussianEvent(1.0, 3.0)]  # unchanged
+    with pytest.raises(ValueError, match="No single record"):
+        ledger.amend("c", [])

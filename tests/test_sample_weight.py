@@ -1,6 +1,10 @@
 """``sample_weight``, ``max_sample_weight`` and ``class_weight`` on every solver and estimator.
 
-* Weights all equal to 1 give the unweighted fit, bit for bit, for every registered solver.
+* Weights all equal to 1 give the unweighted fit, bit for bit, for every registered solver and every
+  estimator (at max_sample_weight 1 and 2.5; the scaler except with probability 1e-6).
+* The weighted scaler's total weight (a deficit released with the noise of
+  ``skdp.privacy.weight_coordinate_scale``) costs nothing extra: brute-force sensitivity check, a weighted
+  canary, the under-noised control and a deficit-only under-noised control.
 * A weight 0 removes a row's influence: with the same seed, replacing a row of weight 0 by any other
   row leaves the fit unchanged (every solver; this runs the weighted code path of each).
 * Every noise scale is proportional to ``max_sample_weight`` (``dp_gd`` and ``adassp`` against an
@@ -110,6 +114,169 @@ def test_multi_party_and_scaler_unit_and_zero_weights():
     a = sc.fit(X, sample_weight=w).mean_.copy()
     b = sc.fit(np.where(np.arange(300)[:, None] == 5, 0.9, X), sample_weight=w).mean_
     np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def _unit_weight_cases():
+    """One fit per estimator (its default solver), and the scaler's other release paths."""
+    from skdp.model_selection import DPGridSearchCV
+
+    return [
+        ("DPLogisticRegression", "clf", lambda W: DPLogisticRegression(data_norm=2.0, classes=[0, 1], max_sample_weight=W)),
+        ("DPRidge", "reg", lambda W: DPRidge(data_norm=2.0, label_bound=2.0, max_sample_weight=W)),
+        ("DPLasso", "reg", lambda W: DPLasso(label_bound=2.0, max_iter=30, max_sample_weight=W)),
+        ("DPLinearSVC", "clf", lambda W: DPLinearSVC(data_norm=2.0, classes=[0, 1], max_sample_weight=W)),
+        ("DPSparseLinearRegression", "reg", lambda W: DPSparseLinearRegression(
+            n_nonzero_coefs=2, clip_norm=1.0, label_bound=2.0, max_sample_weight=W)),
+        ("DPSparseLogisticRegression", "clf", lambda W: DPSparseLogisticRegression(
+            classes=[0, 1], n_nonzero_coefs=2, clip_norm=1.0, max_sample_weight=W)),
+        ("MultiPartyDPLogisticRegression", "clf", lambda W: MultiPartyDPLogisticRegression(
+            classes=[0, 1], n_parties=2, max_sample_weight=W)),
+        ("DPGridSearchCV", "reg", lambda W: DPGridSearchCV(
+            DPRidge(data_norm=2.0, label_bound=2.0, max_sample_weight=W), {"alpha": [0.1, 1.0]})),
+        ("DPStandardScaler", None, lambda W: DPStandardScaler(bounds=(-1.0, 1.0), max_sample_weight=W)),
+        ("DPStandardScaler-auto", None, lambda W: DPStandardScaler(clip_norm="auto", max_sample_weight=W)),
+        ("DPStandardScaler-pure", None, lambda W: DPStandardScaler(bounds=(-1.0, 1.0), delta=0.0,
+                                                                    max_sample_weight=W)),
+    ]
+
+
+UNIT_CASES = _unit_weight_cases()
+_FITTED = ("coef_", "intercept_", "mean_", "var_", "scale_", "n_samples_seen_", "bounds_", "n_iter_")
+
+
+@pytest.mark.filterwarnings("ignore:.*rows are too few for private quantiles:UserWarning")
+@pytest.mark.parametrize("W", [1.0, 2.5])
+@pytest.mark.parametrize("name, kind, make", UNIT_CASES, ids=[c[0] for c in UNIT_CASES])
+def test_every_estimator_unit_weights_are_the_unweighted_fit(name, kind, make, W):
+    """Every estimator, at max_sample_weight 1 and above: weights all 1 give the fit without weights, bit for bit
+    (the scaler: except with probability 1e-6, the tail of its deficit noise beyond the public threshold)."""
+    X, y = _data(kind or "reg")
+    args = (X,) if kind is None else (X, y)
+    plain = make(W).set_params(random_state=0).fit(*args)
+    ones = make(W).set_params(random_state=0).fit(*args, sample_weight=np.ones(len(X)))
+    other = make(W).set_params(random_state=0).fit(*args, sample_weight=np.full(len(X), 0.5))  # can fail
+    est_of = (lambda e: e.best_estimator_) if name == "DPGridSearchCV" else (lambda e: e)
+    compared = [k for k in _FITTED if hasattr(est_of(plain), k)]
+    assert {"coef_", "mean_"} & set(compared)
+    for key in compared:
+        a, b = getattr(est_of(plain), key), getattr(est_of(ones), key)
+        np.testing.assert_equal(b, a, err_msg=f"{name}.{key}")
+    assert ones.privacy_spent_ == plain.privacy_spent_
+    main = "coef_" if "coef_" in compared else "mean_"
+    assert not np.array_equal(getattr(est_of(other), main), getattr(est_of(plain), main))
+
+
+def test_scaler_noise_is_proportional_to_max_sample_weight_with_or_without_weights():
+    """As every estimator: the scaler's sensitivities are W times the unweighted ones, weights given or not."""
+    X, _ = _data("reg", n=300)
+    scales = {}
+    for W in (1.0, 3.0):
+        for weighted in (False, True):
+            sc = DPStandardScaler(bounds=(-1.0, 1.0), random_state=0, max_sample_weight=W)
+            fitted = sc.fit(X, sample_weight=np.ones(300) if weighted else None)
+            scales[W, weighted] = fitted.noise_scale_
+            assert fitted.privacy_events_ == sc.planned_events(*X.shape)
+            assert fitted.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    np.testing.assert_allclose(scales[3.0, False], 3.0 * scales[1.0, False], rtol=1e-12)
+    np.testing.assert_array_equal(scales[3.0, True], scales[3.0, False])
+    d = X.shape[1]
+    expected = 3.0 * math.sqrt(d) / 300 / (_mu(1.0, 1e-5) * math.sqrt(0.85))  # mean release: share 0.85 of mu^2
+    assert scales[3.0, False][0] == pytest.approx(expected, rel=1e-6)
+
+
+def test_scaler_total_weight_estimate():
+    """n_samples_seen_ is the estimated total weight: unbiased away from n, exactly n for unit weights."""
+    X, _ = _data("reg", n=400)
+    w = np.random.RandomState(5).uniform(0.0, 1.0, 400)
+    totals = [DPStandardScaler(bounds=(-1.0, 1.0), random_state=s).fit(X, sample_weight=w).n_samples_seen_
+              for s in range(60)]
+    sc = DPStandardScaler(bounds=(-1.0, 1.0))
+    sens = sc._sensitivities(4, 400, None, 1.0)
+    std = sc._deficit_scale(sens[0], sc._events(sens, 4)[1][0], 4, 400, None) * 400
+    assert std == pytest.approx((2 / math.sqrt(3)) / (_mu(1.0, 1e-5) * math.sqrt(0.85)), rel=1e-6)
+    assert abs(np.mean(totals) - w.sum()) < 4 * std / math.sqrt(60)
+    assert np.std(totals) == pytest.approx(std, rel=0.35)
+
+
+@pytest.mark.parametrize("gaussian", [True, False], ids=["gaussian", "l2-laplace"])
+def test_weight_coordinate_scale_prices_the_pair_as_the_release_alone(gaussian):
+    """Brute force over rows (w, u) -> (w', u'): the pair (sum w u + noise, sum (1 - w) + noise') is never more
+    distinguishable than the release alone at its sensitivity S = W sqrt(d) (box rows), and as much at the
+    vertex w = W, w' = 0 with ||u|| = sqrt(d)/2: the extra coordinate is free and the scale is the largest so."""
+    from skdp.privacy import weight_coordinate_scale
+
+    rng = np.random.RandomState(0)
+    d, W, sigma = 3, 2.0, 0.7
+    S, r = W * math.sqrt(d), W * math.sqrt(d) / 2
+    extra = weight_coordinate_scale(sigma, S, r, W, gaussian=gaussian)
+
+    def distance(w, u, w2, u2):
+        dv, de = w * u - w2 * u2, w - w2
+        if gaussian:
+            return math.sqrt(dv @ dv / sigma**2 + de**2 / extra**2)
+        return np.linalg.norm(dv) / sigma + abs(de) / extra
+
+    worst = 0.0
+    for _ in range(4000):
+        u, u2 = rng.uniform(-0.5, 0.5, (2, d))
+        if rng.rand() < 0.5:  # also the box's corners
+            u, u2 = np.sign(u) / 2, np.sign(u2) / 2
+        w, w2 = rng.choice([0.0, W, rng.uniform(0, W)]), rng.choice([0.0, W, rng.uniform(0, W)])
+        worst = max(worst, distance(w, u, w2, u2))
+    assert worst <= S / sigma * (1 + 1e-12)
+    assert distance(W, np.full(d, 0.5), 0.0, np.zeros(d)) == pytest.approx(S / sigma, rel=1e-12)
+    assert distance(W, np.full(d, 0.5), W, np.full(d, -0.5)) == pytest.approx(S / sigma, rel=1e-12)
+
+
+# --- the weighted scaler's canary: a row of weight W against one of weight 0 (the deficit's worst case) ----------
+def _scaler_canary_scores(n_fits=300):
+    """Scores of a canary of weight 0 / W at ``u = +1/2`` (one feature), from ``mean_`` and ``n_samples_seen_``.
+
+    ``"joint"``: ``2 m - 3 e``, the likelihood-ratio direction of the released pair when it is calibrated
+    as claimed (``m`` the noisy weighted mean of ``u``, ``e`` the noisy deficit, both read back from the
+    fitted attributes; the background weights keep the deficit far beyond the threshold); ``"deficit"``:
+    ``e`` alone, the direction that sees a deficit noised too little. ``{name: (world 0, world 1)}``.
+    """
+    rng = np.random.RandomState(0)
+    n = 400
+    X = rng.uniform(-1.0, 1.0, (n, 1))
+    X[-1] = 1.0
+    out = {"joint": [], "deficit": []}
+    for canary_weight in (0.0, W_CANARY):
+        w = np.random.RandomState(1).uniform(1.0, 2.0, n)
+        w[-1] = canary_weight
+        joint, deficit = [], []
+        for seed in range(n_fits):
+            sc = DPStandardScaler(epsilon=CLAIM, delta=DELTA, bounds=(-1.0, 1.0), max_sample_weight=W_CANARY,
+                                  random_state=seed).fit(X, sample_weight=w)
+            t = sc.n_samples_seen_ / n
+            m = ((sc.mean_[0] + 1.0) / 2.0 - 0.5) * t
+            joint.append(2 * m - 3 * (1.0 - t))
+            deficit.append(1.0 - t)
+        out["joint"].append(np.array(joint))
+        out["deficit"].append(np.array(deficit))
+    return out
+
+
+def test_weighted_scaler_canary_within_claim():
+    for name, (s0, s1) in _scaler_canary_scores().items():
+        eps_lb = empirical_epsilon_lower_bound(s0, s1)
+        assert eps_lb <= CLAIM, f"weighted scaler ({name}): empirical epsilon lower bound {eps_lb:.3f} > {CLAIM}"
+
+
+def test_weighted_scaler_canary_catches_the_under_noised_control(under_noise):
+    with under_noise(1 / UNDER):
+        scores = _scaler_canary_scores()
+    for name, (s0, s1) in scores.items():
+        assert empirical_epsilon_lower_bound(s0, s1) > CLAIM, name
+
+
+def test_weighted_scaler_canary_catches_an_under_noised_deficit(monkeypatch):
+    """Only the deficit's noise too small (the means' as claimed): the deficit's score sees it."""
+    scale = DPStandardScaler._deficit_scale
+    monkeypatch.setattr(DPStandardScaler, "_deficit_scale", lambda self, *args: scale(self, *args) / UNDER)
+    s0, s1 = _scaler_canary_scores()["deficit"]
+    assert empirical_epsilon_lower_bound(s0, s1) > CLAIM
 
 
 def _mu(epsilon, delta):

@@ -219,15 +219,16 @@ def test_fitted_attributes_are_all_released_quantities():
     allowed = {
         DPStandardScaler: {"n_features_in_", "bounds_", "quantile_", "selection_epsilon_", "clip_norm_", "mean_",
                            "var_", "scale_", "privacy_events_", "accountant_", "privacy_nominal_", "privacy_spent_",
-                           "noise_scale_", "noise_source_"},
+                           "noise_scale_", "noise_source_", "n_samples_seen_"},
         DPMinMaxScaler: {"n_features_in_", "bounds_", "quantile_", "selection_epsilon_", "data_min_", "data_max_",
                          "data_range_", "scale_", "min_", "privacy_events_", "accountant_", "privacy_nominal_",
-                         "privacy_spent_", "noise_scale_", "noise_source_"},
+                         "privacy_spent_", "noise_scale_", "noise_source_", "n_samples_seen_"},
     }
     for cls, names in allowed.items():
         est = _quiet(cls(random_state=0).fit, X)
         fitted = {k for k in vars(est) if k.endswith("_") and not k.startswith("_")}
         assert fitted <= names, fitted - names
+        assert est.n_samples_seen_ == 300  # the public n (with sample_weight: the scaler's private total)
 
 
 @pytest.mark.parametrize("make", [lambda: DPStandardScaler(random_state=0),

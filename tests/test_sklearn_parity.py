@@ -1,8 +1,9 @@
 """Each skdp estimator against its scikit-learn counterpart: methods, fitted shapes, sample_weight semantics.
 
 For every pair: the same public methods (up to the few listed, each with why skdp does not offer it),
-the same ``fit`` signature up to skdp's ``privacy_ledger``, the same shapes of the fitted attributes that
-describe the model (binary and three-class for the classifiers), and ``sample_weight`` meaning what it
+the same ``fit`` signature up to skdp's ``privacy_ledger``, every fitted attribute of the counterpart with
+the same type and shape (binary and three-class for the classifiers, arrays and DataFrames, ``DPRidge``
+with a direct and an iterative solver), and ``sample_weight`` meaning what it
 means in scikit-learn: integer weights give the fit on the rows repeated that many times. A DP fit's noise
 depends on the public number of rows, so the last check is made in the noiseless limit (every noise scale
 times ``1e-12``, through the ``under_noise`` fixture, at a large epsilon so that no noise-led schedule,
@@ -13,7 +14,9 @@ ridge or floor is active), with the objectives matched: skdp minimises ``(1/n) s
 import inspect
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
@@ -29,6 +32,7 @@ from skdp import (
     DPSparseLogisticRegression,
     DPStandardScaler,
 )
+from skdp.distributed import MultiPartyDPLogisticRegression
 
 PAIRS = [
     (DPLogisticRegression, LogisticRegression),
@@ -37,6 +41,7 @@ PAIRS = [
     (DPLinearSVC, LinearSVC),
     (DPSparseLinearRegression, Lasso),
     (DPSparseLogisticRegression, LogisticRegression),
+    (MultiPartyDPLogisticRegression, LogisticRegression),
     (DPStandardScaler, StandardScaler),
     (DPMinMaxScaler, MinMaxScaler),
 ]
@@ -55,9 +60,7 @@ NOT_OFFERED = {
 
 #: fitted attributes of the sklearn counterpart that skdp does not set, and why
 NOT_SET = {
-    "n_iter_": "one int: skdp's iteration count is a public schedule, the same for every class",
     "dual_gap_": "the exact duality gap is a statistic of the data (see skdp.fit_diagnostics)",
-    "n_samples_seen_": "used by partial_fit, which is not offered",
 }
 
 
@@ -73,11 +76,13 @@ def test_same_public_methods(ours, theirs):
 
 @pytest.mark.parametrize("ours, theirs", PAIRS, ids=[f"{a.__name__}-{b.__name__}" for a, b in PAIRS])
 def test_same_fit_signature(ours, theirs):
-    """sklearn's fit parameters in sklearn's order (``check_input`` aside), then skdp's ``privacy_ledger``."""
+    """sklearn's fit parameters in sklearn's order (``check_input`` aside), then skdp's ``privacy_ledger``
+    (the multi-party estimator: ``parties``, the data holders' row blocks, first)."""
     theirs_params = [p for p in inspect.signature(theirs.fit).parameters if p != "check_input"]
     ours_params = list(inspect.signature(ours.fit).parameters)
     assert ours_params[:len(theirs_params)] == theirs_params
-    assert ours_params[len(theirs_params):] == ["privacy_ledger"]
+    extra = ["parties"] if ours is MultiPartyDPLogisticRegression else []
+    assert ours_params[len(theirs_params):] == extra + ["privacy_ledger"]
 
 
 def _iris():
@@ -89,8 +94,18 @@ def _fitted_attributes(est):
     return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
 
 
-def _shape(value):
-    return np.shape(value) if isinstance(value, (np.ndarray, float, int, np.number)) else type(value).__name__
+def _kind(value):
+    """Type and shape of a fitted attribute: an array's shape and dtype kind, a scalar's kind, else the type.
+
+    A Python scalar and the NumPy scalar of the same kind count as the same (``float`` / ``np.float64``).
+    """
+    if isinstance(value, np.ndarray):
+        kind = {"i": "int", "u": "int", "f": "float", "b": "bool"}.get(value.dtype.kind, value.dtype.kind)
+        return ("ndarray", value.shape, kind)
+    for name, types in (("bool", (bool, np.bool_)), ("int", (int, np.integer)), ("float", (float, np.floating))):
+        if isinstance(value, types):
+            return (name,)
+    return (type(value).__name__,)
 
 
 MODELS = [
@@ -100,28 +115,54 @@ MODELS = [
     ("3 classes", DPLinearSVC(classes=[0, 1, 2], data_norm=3.0), LinearSVC()),
     ("binary", DPSparseLogisticRegression(classes=[0, 1]), LogisticRegression()),
     ("3 classes", DPSparseLogisticRegression(classes=[0, 1, 2]), LogisticRegression()),
-    ("regression", DPRidge(data_norm=3.0, label_bound=3.0), Ridge()),
+    # Ridge's n_iter_ is None for its direct solvers, one count per target for its iterative ones
+    ("regression", DPRidge(data_norm=3.0, label_bound=3.0), Ridge(solver="sag")),  # dp_gd
+    ("regression", DPRidge(solver="adassp", data_norm=3.0, label_bound=3.0), Ridge()),
     ("regression", DPLasso(label_bound=3.0), Lasso()),
     ("regression", DPSparseLinearRegression(label_bound=3.0), Lasso()),
+    ("binary", MultiPartyDPLogisticRegression(classes=[0, 1], n_parties=2), LogisticRegression()),
+    ("3 classes", MultiPartyDPLogisticRegression(classes=[0, 1, 2], n_parties=2), LogisticRegression()),
     ("transform", DPStandardScaler(bounds=(-3.0, 3.0)), StandardScaler()),
     ("transform", DPMinMaxScaler(bounds=(-3.0, 3.0)), MinMaxScaler()),
 ]
 
 
+@pytest.mark.parametrize("frame", [False, True], ids=["array", "DataFrame"])
 @pytest.mark.parametrize("kind, ours, theirs", MODELS,
-                         ids=[f"{type(a).__name__}-{k}" for k, a, _ in MODELS])
-def test_fitted_attribute_shapes(kind, ours, theirs):
+                         ids=[f"{type(a).__name__}-{k}-{getattr(b, 'solver', '')}" for k, a, b in MODELS])
+def test_fitted_attribute_shapes(kind, ours, theirs, frame):
+    """Every fitted attribute of the sklearn counterpart, of the same type and shape (``feature_names_in_``
+    with a DataFrame)."""
     X, y = _iris()
-    target = {"binary": (y > 0).astype(int), "3 classes": y, "regression": X[:, 0] - X[:, 1],
-              "transform": None}[kind]
-    ours.set_params(random_state=0).fit(X, target)
-    theirs.fit(X, target)
+    if frame:
+        X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    target = {"binary": (y > 0).astype(int), "3 classes": y, "regression": X[:, 0] - X[:, 1] if not frame
+              else X["a"] - X["b"], "transform": None}[kind]
+    ours = clone(ours).set_params(random_state=0).fit(X, target)
+    theirs = clone(theirs).fit(X, target)
     mine = _fitted_attributes(ours)
-    for name, value in _fitted_attributes(theirs).items():
+    expected = _fitted_attributes(theirs)
+    assert ("feature_names_in_" in expected) == frame
+    for name, value in expected.items():
         if name in NOT_SET:
             continue
         assert name in mine, f"{type(ours).__name__} has no {name}"
-        assert _shape(mine[name]) == _shape(value), f"{name}: {_shape(mine[name])} vs sklearn's {_shape(value)}"
+        assert _kind(mine[name]) == _kind(value), f"{name}: {_kind(mine[name])} vs sklearn's {_kind(value)}"
+
+
+RIDGE_SOLVERS = [("adassp", "cholesky"), ("dp_gd", "sag")]
+
+
+@pytest.mark.parametrize("ours, theirs", RIDGE_SOLVERS, ids=[a for a, _ in RIDGE_SOLVERS])
+@pytest.mark.parametrize("n_targets", [None, 2])
+def test_ridge_n_iter_is_none_for_a_direct_solver_else_one_per_target(ours, theirs, n_targets):
+    """As sklearn's ``Ridge``: ``None`` for a direct solver, an array of shape (n_targets,) for an iterative one."""
+    X, _ = _iris()
+    y = X[:, 0] - X[:, 1] if n_targets is None else np.column_stack([X[:, 0] - X[:, 1], X[:, 2]])
+    mine = DPRidge(solver=ours, data_norm=3.0, label_bound=3.0, max_iter=5, random_state=0).fit(X, y).n_iter_
+    expected = Ridge(solver=theirs).fit(X, y).n_iter_
+    assert _kind(mine) == _kind(expected)
+    assert (mine is None) == (ours == "adassp")
 
 
 # --- sample_weight: integer weights == repeated rows, in the noiseless limit --------------------------------

@@ -141,10 +141,37 @@ def test_row_norms_computed_once_per_fit(monkeypatch):
     y = (X[:, 0] > 0).astype(int)
     DPLogisticRegression(1.0, random_state=0, classes=[0, 1], feature_clip=None).fit(X, y)
     assert calls == [X.shape]
-    # winsorising the features changes the rows: their norms once more (the private bound used the raw ones)
+    # winsorising the features changes the rows: the norms of the winsorised rows once more, by blocks and
+    # without a copy of X (the private bound used the raw ones)
     calls.clear()
-    DPLogisticRegression(1.0, random_state=0, classes=[0, 1]).fit(X, y)
-    assert calls == [X.shape, X.shape]
+    clipped = []
+    monkeypatch.setattr(base, "clipped_row_norms", lambda X, r: clipped.append(X.shape) or skdp.bounds.clipped_row_norms(X, r))
+    est = DPLogisticRegression(1.0, random_state=0, classes=[0, 1]).fit(X, y)
+    assert calls == [X.shape] and clipped == [X.shape]
+    assert not np.shares_memory(est.coef_, X)
+
+
+def test_winsorised_design_is_lazy_and_equals_the_clipped_copy():
+    from skdp.bounds import BoundedDesign, bound_features, clip_features, clipped_row_norms
+
+    rng = np.random.RandomState(0)
+    X = rng.standard_t(2, size=(9000, 4))  # heavy tails: many entries beyond the radius
+    r = 1.5
+    norms = clipped_row_norms(X, r)
+    np.testing.assert_allclose(norms, row_norms(clip_features(X, r)[0]), rtol=1e-14)
+    lazy = bound_features(X, 2.5, True, None, 0.5, norms=norms, lazy=True, feature_clip=r)
+    eager = bound_features(clip_features(X, r)[0], 2.5, True, None, 0.5, lazy=False)
+    A, B = lazy.X, eager.X
+    assert isinstance(A, BoundedDesign) and A._X is X  # no copy of the caller's array
+    np.testing.assert_allclose(A.toarray(), B, rtol=1e-14)
+    w, v = rng.randn(5), rng.randn(9000)
+    np.testing.assert_allclose(A @ w, B @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A.T @ v, B.T @ v, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(A.gram(), B.T @ B, rtol=1e-12, atol=1e-9)
+    rows = rng.choice(9000, 700, replace=False)
+    np.testing.assert_allclose(A.gather(rows).toarray(), B[rows], rtol=1e-14)
+    np.testing.assert_allclose(A[rows[:50]], B[rows[:50]], rtol=1e-14)
+    np.testing.assert_allclose(lazy.row_norms, eager.row_norms, rtol=1e-14)
 
 
 @pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])

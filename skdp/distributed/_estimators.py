@@ -14,8 +14,9 @@ from sklearn.utils.validation import validate_data
 from .. import diagnostics
 from .._random import fit_randomness
 from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        ovr_budget, ovr_targets, release)
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+                        n_iter_attribute, ovr_budget, ovr_targets, refused_after_selection, release)
+from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
+                        sample_weights, weight_bound)
 from ..bounds import bound_features
 from ..losses import weigh
 from ..privacy import (
@@ -253,8 +254,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         The accountant's method (``"gdp_exact"`` for ``mpc_grad_pert``, ...).
     noise_scale_ : float
         The noise's std (scale for the L2-Laplace mechanism) of each release (of each class's fit).
-    n_iter_ : int
-        Rounds ``T`` (of each class's fit).
+    n_iter_ : ndarray of shape (1,)
+        Rounds ``T`` (of each class's fit), shaped as ``LogisticRegression.n_iter_``.
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy (``random_state=None``), else a digest of
         the seed (``"seed:<digest>"``); composition tools report ``epsilon=inf`` for releases that share a
@@ -277,6 +278,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     >>> clf.privacy_spent_.epsilon <= 1.0
     True
     """
+
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,)
+    _n_iter_style = "array"
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
@@ -429,13 +433,16 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             return self._fit_dask(X, y, sample_weight)
         charge(self, X, privacy_ledger, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
+        # sample_weight and parties are refused before the label-set selection spends budget
+        weights = sample_weights(self, sample_weight, X)
+        blocks = split_parties(X.shape[0], self.n_parties, parties)
         rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
         ys, derived = self._encode_labels(y, rng)
-        weights = row_weights(self, sample_weight, X, y, self.classes_)
-        blocks = split_parties(X.shape[0], self.n_parties, parties)
+        weights = class_weighted(self, weights, y, self.classes_)
         backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
                                     self._bound)
-        return self._fit_parties(backend, derived, rng)
+        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
+            return self._fit_parties(backend, derived, rng)
 
     def _encode_labels(self, y, rng):
         """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
@@ -460,13 +467,15 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
-        rng = fit_randomness(self)
-        ys, derived = self._encode_labels(y, rng)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight.compute() if _is_dask(sample_weight) else sample_weight)
-        weights = row_weights(self, sample_weight, np.empty((X.shape[0], 0)), y, self.classes_)
+        weights = sample_weights(self, sample_weight, np.empty((X.shape[0], 0)))  # before the selection
+        rng = fit_randomness(self)
+        ys, derived = self._encode_labels(y, rng)
+        weights = class_weighted(self, weights, y, self.classes_)
         self.n_features_in_ = int(X.shape[1])
-        return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
+        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
+            return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
@@ -511,7 +520,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         self.n_parties_ = m
         self.party_sizes_ = sizes
         self.backend_ = backend.name
-        self.n_iter_ = T
+        self.n_iter_ = n_iter_attribute(self, T)
         release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
         return self
 

@@ -11,11 +11,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._random import fit_randomness
 from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
                         zero_inactive_rows)
-from ..bounds import bound_features, clip_features, private_row_bound, raw_row_bound, row_norms
+from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget, price
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
+from ..solvers._base import secure_noise_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
 __all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection"]
@@ -364,17 +365,16 @@ class DPLinearModel(BaseEstimator):
                 X, self._selection_epsilon(X.shape[0]), rng, norms=norms, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-                intercept_fraction=fraction)
+                intercept_fraction=fraction, secure=secure_noise_option(self.solver_options))
             pre_events = [bound_event] + pre_events
         radius = None
         if data_norm is not None:
             radius = self._feature_clip_radius(
                 raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), X.shape[1])
-            if radius is not None:
-                X = clip_features(X, radius)[0]  # winsorise every feature
-                norms = row_norms(X)
+            if radius is not None:  # winsorise every feature: lazily, in the design's passes (no copy)
+                norms = clipped_row_norms(X, radius)
         bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction, norms=norms,
-                                 lazy=True)
+                                 lazy=True, feature_clip=radius)
         if active is not None:
             bounded = zero_inactive_rows(bounded, active)
         problem = self._problem(

@@ -13,6 +13,7 @@ from ..bounds import bound_labels, check_label_bound, clipped_design, private_la
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
 from ..privacy import BoundedRangeEvent, PrivacyBudget
+from ..solvers._base import secure_noise_option
 from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge, solve_and_release
@@ -324,7 +325,8 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         label_bound, pre_events = self.label_bound, []
         if _is_auto(label_bound):
             eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, X.shape[0])
-            label_bound, pre_events = private_label_range(y, eps_sel, rng, width=_AUTO_LABEL_WIDTH)
+            label_bound, pre_events = private_label_range(y, eps_sel, rng, width=_AUTO_LABEL_WIDTH,
+                                                          secure=secure_noise_option(self.solver_options))
         yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
         R = float(self.feature_bound)
         # the clipped design is applied lazily (no copy of X); its row norms are only needed by

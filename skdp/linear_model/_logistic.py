@@ -13,8 +13,9 @@ from ..solvers import SOLVERS, SolverChoice
 from .. import _dask
 from .._dask import is_dask_collection
 from .._random import fit_randomness
-from .._release import ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
+from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes,
+                        refused_after_selection)
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPLogisticRegression"]
@@ -175,7 +176,10 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    n_iter_ : int
+    n_iter_ : ndarray of shape (1,)
+        The solver's number of iterations (a public schedule; one-vs-rest
+        fits run the same schedule for every class), shaped as
+        ``LogisticRegression.n_iter_``.
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) from the accountant for what the solver released,
         under replace-one neighbours; ``epsilon=inf`` if a bound was read from
@@ -278,6 +282,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.class_weight = class_weight
 
     _multiclass = True
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._release.n_iter_attribute`)
+    _n_iter_style = "array"
     #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``
     _FEATURE_CLIP_FACTOR = 3.0
 
@@ -373,6 +379,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
+        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
         selection = fit_classes(self, y, rng)
         classes = selection.classes
@@ -382,11 +389,12 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             loss, y_enc, n_out = LogisticLoss(), np.where(y_idx == 1, 1.0, -1.0), 1
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
-        solver = self._resolve_solver(loss.name)
-        weights = row_weights(self, sample_weight, X, y, classes)
-        coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
-                                    clip_norm="initial", rng=rng, pre_events=selection.events,
-                                    active=selection.active, sample_weight=weights)
+        with refused_after_selection(self, selection.events):
+            solver = self._resolve_solver(loss.name)
+            weights = class_weighted(self, weights, y, classes)
+            coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
+                                        clip_norm="initial", rng=rng, pre_events=selection.events,
+                                        active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)
         self.multi_class_ = (
             "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")

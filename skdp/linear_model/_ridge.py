@@ -11,6 +11,7 @@ from sklearn.utils.validation import validate_data
 
 from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range, target_label_bounds
 from ..losses import SquaredLoss
+from ..solvers._base import secure_noise_option
 from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .. import _dask
@@ -171,7 +172,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     intercept_ : float or ndarray of shape (n_targets,)
         A float for a 1-D ``y``; for a 2-D ``y`` an array of shape
         ``(n_targets,)``, or ``0.0`` when ``fit_intercept=False`` (as ``Ridge``).
-    n_iter_ : int
+    n_iter_ : None or ndarray of shape (n_targets,)
+        ``None`` for a direct solver (``adassp``, ``obj_pert``: one release),
+        else the solver's number of iterations (a public schedule, the same
+        for every target), as ``Ridge.n_iter_``.
     privacy_spent_ : PrivacyBudget
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
         bound was read from the data.
@@ -291,6 +295,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     #: number of targets of the fit being planned or run (``None``: a 1-D ``y``); set only inside
     #: :meth:`_targets`, so that every hook of the shared fit path sees the public shape of ``y``
     _n_targets = None
+    #: ``n_iter_`` as ``Ridge``'s: ``None`` for a direct solver, else (n_targets,)
+    _n_iter_style = "per_target"
 
     @contextmanager
     def _targets(self, n_targets):
@@ -494,7 +500,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         for j, label_bound in enumerate(targets):
             if _is_auto(label_bound):
                 targets[j], events = private_label_range(Y[:, j], self._selection_epsilon(Y.shape[0]), rng,
-                                                         width=self._auto_label_width)
+                                                         width=self._auto_label_width,
+                                                         secure=secure_noise_option(self.solver_options))
                 pre_events += events
         columns = [bound_labels(Y[:, j], targets[j], self.fit_intercept) for j in range(k)]
         centre = np.array([c[1] for c in columns])

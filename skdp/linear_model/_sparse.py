@@ -11,14 +11,16 @@ from sklearn.utils.validation import validate_data
 from ..bounds import bound_labels, check_label_bound, clip_features, private_clip_norm, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
+from ..solvers._base import secure_noise_option
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
+                        sample_weights, weight_bound)
 from ._base import solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
-                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, zero_rows,
-                        solve_and_release)
+                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, refused_after_selection,
+                        zero_rows, solve_and_release)
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -172,7 +174,8 @@ class _DPSparseBase(BaseEstimator):
                 # private choice serves the k fits
                 y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
-                clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng)
+                clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng,
+                                                secure_noise_option(self.solver_options))
                 pre_events = [event] + pre_events[1:]
             else:
                 clip = float(self.clip_norm)
@@ -285,7 +288,9 @@ _SHARED_ATTRS_DOC = """
         values), Gumbel scale (``dp_fw_l1``) or
         stage-2 noise std (``two_stage``).
     clip_norm_ : float or None
-    n_iter_ : int
+    n_iter_ : int (regressor) or ndarray of shape (1,) (classifier)
+        The solver's number of iterations (a public schedule, the same for
+        every class), shaped as ``Lasso.n_iter_`` / ``LogisticRegression.n_iter_``.
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -524,6 +529,9 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     True
     """
 
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,)
+    _n_iter_style = "array"
+
     _parameter_constraints: dict = {
         **_DPSparseBase._parameter_constraints,
         "classes": ["array-like", StrOptions({"auto"}), None],
@@ -604,14 +612,16 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         self._check_params()
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
+        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
         selection = fit_classes(self, y, rng)
         if selection.classes.size == 2:
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
-        self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
-                         sample_weight=row_weights(self, sample_weight, X, y, selection.classes))
+        with refused_after_selection(self, selection.events):
+            self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
+                             sample_weight=class_weighted(self, weights, y, selection.classes))
         if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
         self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"

@@ -12,8 +12,8 @@ from ..losses import HingeLoss
 from ..solvers import SolverChoice
 from .._random import fit_randomness
 from .._release import (LinearClassifierMixin, OneVsRest, charge, check_class_set, fit_classes, one_vs_rest,
-                        ovr_targets)
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, row_weights
+                        ovr_targets, refused_after_selection)
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
 __all__ = ["DPLinearSVC"]
@@ -246,6 +246,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         binary = super()._resolve_solver("hinge")
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
+        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
         selection = fit_classes(self, y, rng)
         k = selection.classes.size
@@ -253,11 +254,12 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
-        solver = one_vs_rest(binary, k)
-        weights = row_weights(self, sample_weight, X, y, selection.classes)
-        coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
-                                    clip_norm="initial", rng=rng, pre_events=selection.events,
-                                    active=selection.active, sample_weight=weights)
+        with refused_after_selection(self, selection.events):
+            solver = one_vs_rest(binary, k)
+            weights = class_weighted(self, weights, y, selection.classes)
+            coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
+                                        clip_norm="initial", rng=rng, pre_events=selection.events,
+                                        active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)
         return self
 

@@ -14,9 +14,12 @@ Methods, in the order :func:`price` tries them:
     ``mu = sqrt(sum count (Delta/sigma)^2)`` (Dong-Roth-Su 2022, Cor. 3.3) and
     ``delta(epsilon)`` is the analytic Gaussian curve (Balle-Wang 2018, Thm 8).
     Nothing is tighter.
-``"rdp"``, ``"zcdp"``, ``"gdp+basic"``
+``"rdp"``, ``"zcdp"``, ``"gdp+pure"``
     Otherwise every applicable bound is computed and the smallest is returned
-    (each is valid at the same delta, so the minimum is valid).
+    (each is valid at the same delta, so the minimum is valid). ``"gdp+pure"``
+    (:func:`gdp_pure_epsilon`) composes unsampled Gaussian releases with pure
+    and bounded-range events exactly through their dominating pairs; it is never
+    above adding the pure epsilons to the Gaussian part's epsilon.
 
 Events of type :class:`~skdp.privacy.events.ApproxDPEvent` (mechanisms with
 their own (epsilon, delta) theorem, such as objective perturbation) are
@@ -27,6 +30,7 @@ the target delta first, and their epsilons are added at the end.
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from numbers import Real
 
 import numpy as np
 from scipy import optimize, special
@@ -50,11 +54,13 @@ __all__ = [
     "calibrate",
     "calibrate_gaussian",
     "pure_noise_scale",
+    "weight_coordinate_scale",
     "gumbel_scale",
     "supports",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
+    "gdp_pure_epsilon",
     "classic_gaussian_sigma",
     "zcdp_epsilon",
     "zcdp_rho",
@@ -168,6 +174,103 @@ def gdp_mu(epsilon, delta):
     while f(mu) > 0:  # pragma: no cover - brentq tolerance
         mu = math.nextafter(mu, 0.0)
     return mu
+
+
+#: most support points of the pure events' privacy-loss distribution :func:`gdp_pure_epsilon` convolves
+_PURE_SUPPORT_LIMIT = 4096
+
+
+def _pure_loss_distribution(pure):
+    """Support and log-probabilities of the summed privacy loss of pure events' dominating pairs.
+
+    An ``epsilon``-DP mechanism is dominated by randomised response, whose
+    privacy loss under the first distribution is ``+epsilon`` with
+    probability ``e^epsilon / (1 + e^epsilon)`` and ``-epsilon`` otherwise
+    (Kairouz, Oh, Viswanath 2017, Thm. 2.1); ``count`` repetitions add
+    ``epsilon (2 B - count)`` with ``B`` binomial. ``None`` when the support
+    would exceed :data:`_PURE_SUPPORT_LIMIT` points.
+    """
+    values, logp = np.zeros(1), np.zeros(1)
+    for eps, count in pure:
+        count = int(count)
+        k = np.arange(count + 1)
+        log_up = eps - np.logaddexp(0.0, eps)
+        log_down = -np.logaddexp(0.0, eps)
+        log_binom = special.gammaln(count + 1) - special.gammaln(k + 1) - special.gammaln(count - k + 1)
+        v = eps * (2 * k - count)
+        lp = log_binom + k * log_up + (count - k) * log_down
+        if values.size * v.size > _PURE_SUPPORT_LIMIT:
+            return None
+        values = (values[:, None] + v[None, :]).ravel()
+        logp = (logp[:, None] + lp[None, :]).ravel()
+        # merge equal losses (equal epsilons give a lattice)
+        key = np.round(values, 12)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        merged = np.full(uniq.size, -np.inf)
+        np.logaddexp.at(merged, inverse, logp)
+        values, logp = uniq, merged
+    return values, logp
+
+
+def _gdp_pure_log_delta(eps, mu, values, logp):
+    """``log delta(eps)`` of a ``mu``-GDP release composed with pure events of loss distribution ``(values, logp)``."""
+    terms = []
+    for v, lp in zip(values, logp):
+        x = eps - v
+        if mu == 0:
+            ld = math.log(-math.expm1(x)) if x < 0 else -math.inf
+        else:
+            ld = _gdp_log_delta(x, mu)
+        if ld > -math.inf:
+            terms.append(lp + ld)
+    return special.logsumexp(terms) if terms else -math.inf
+
+
+def gdp_pure_epsilon(mu, pure, delta):
+    """Exact epsilon at ``delta`` of a ``mu``-GDP mechanism composed with pure-DP mechanisms.
+
+    ``pure`` lists ``(epsilon_i, count_i)``: mechanisms that are each
+    ``epsilon_i``-DP (pure, Laplace and bounded-range events). A composition is
+    dominated by the product of its parts' dominating pairs (Zhu, Dong, Wang
+    2022, Thm. 10): the Gaussian pair ``N(0, 1), N(mu, 1)`` (Dong, Roth, Su
+    2022) and randomised response for each pure part (Kairouz, Oh, Viswanath
+    2017). With ``L`` the pure parts' summed privacy loss
+    (:func:`_pure_loss_distribution`), ``delta(eps) = E[delta_mu(eps - L)]``,
+    ``delta_mu`` the Gaussian curve (:func:`gdp_delta`, valid for negative
+    arguments too; ``1 - e^x`` for ``x < 0`` when ``mu = 0``). The returned
+    epsilon solves ``delta(eps) = delta`` on its private side; it is at most
+    ``gdp_epsilon(mu, delta) + sum(count_i epsilon_i)``, which it returns when
+    the pure parts' support is too large to enumerate.
+
+    Examples
+    --------
+    >>> basic = gdp_epsilon(0.25, 1e-5) + 0.05
+    >>> exact = gdp_pure_epsilon(0.25, [(0.05, 1)], 1e-5)
+    >>> bool(exact < basic - 0.02)
+    True
+    """
+    mu, delta = float(mu), float(delta)
+    pure = [(float(e), int(c)) for e, c in pure if e > 0 and c > 0]
+    basic = (gdp_epsilon(mu, delta) if mu > 0 else 0.0) + sum(e * c for e, c in pure)
+    if not pure or delta <= 0 or math.isinf(basic):
+        return basic
+    dist = _pure_loss_distribution(pure)
+    if dist is None:
+        return basic
+    values, logp = dist
+    log_delta = math.log(delta)
+
+    def f(e):
+        return _gdp_pure_log_delta(e, mu, values, logp) - log_delta
+
+    if f(0.0) <= 0:
+        return 0.0
+    if f(basic) > 0:  # pragma: no cover - the basic bound is valid
+        return basic
+    eps = optimize.brentq(f, 0.0, basic, xtol=1e-13, rtol=1e-14)
+    while f(eps) > 0:  # the private side of the root
+        eps = math.nextafter(eps, math.inf)
+    return min(eps, basic)
 
 
 def classic_gaussian_sigma(sensitivity, epsilon, delta):
@@ -618,8 +721,8 @@ def _price(events, delta, relation, exact=True):
         candidates.append((zcdp_epsilon(rho, delta_rest), "zcdp", None))
     if all(isinstance(e, (GaussianEvent, BoundedRangeEvent) + _PURE_TYPES) for e in rest):
         mu = math.sqrt(sum(e.mu_squared for e in rest if isinstance(e, GaussianEvent)))
-        pure = sum(e.count * e.epsilon for e in rest if not isinstance(e, GaussianEvent))
-        candidates.append((gdp_epsilon(mu, delta_rest) + pure, "gdp+basic", None))
+        pure = [(e.epsilon, e.count) for e in rest if not isinstance(e, GaussianEvent)]
+        candidates.append((gdp_pure_epsilon(mu, pure, delta_rest), "gdp+pure", None))
     eps, method, order = min(candidates, key=lambda c: c[0])
     return report(eps_a + eps, method + tag, order)
 
@@ -660,6 +763,53 @@ def pure_noise_scale(sensitivity, epsilon):
     if not epsilon > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
     return float(sensitivity) / float(epsilon)
+
+
+def weight_coordinate_scale(noise_scale, sensitivity, row_norm, weight_step, gaussian=True):
+    """Noise scale of one more coordinate, affine in the rows' weights, that a weighted release carries for free.
+
+    Setting: a release ``q(D) = sum_i w_i v_i`` plus noise of scale
+    ``noise_scale`` (Gaussian std ``sigma``, or L2-Laplace scale ``b`` when
+    ``gaussian=False``), where row ``i`` holds a private weight ``w_i`` in
+    ``[0, W]`` and a vector with ``||w_i v_i|| <= row_norm``, and ``q`` has L2
+    sensitivity ``sensitivity`` (``S``) under **replace-one** neighbours with
+    public ``n`` (both the vector and the weight of the row may change). The
+    extra coordinate is ``g(D) = sum_i (a + c w_i)`` (e.g. a total weight),
+    released with independent noise of the returned scale; ``weight_step =
+    |c| W`` is the most one row moves it.
+
+    Returns ``sigma weight_step / sqrt(S^2 - row_norm^2)`` (Gaussian) or
+    ``b weight_step / (S - row_norm)`` (L2-Laplace; a Laplace coordinate).
+    With it the pair ``(q + noise, g + noise')`` is priced exactly as the
+    release of ``q`` alone, ``GaussianEvent(S, sigma)`` or
+    ``L2LaplaceEvent(S, b)``. Proof: for a row changing from ``(w, v)`` to
+    ``(w', v')``, the Gaussian pair's squared sensitivity after rescaling the
+    coordinate by ``sigma / sigma'`` is ``||w v - w' v'||^2 + (sigma c /
+    sigma')^2 (w - w')^2``, and the L2-Laplace pair's privacy loss is at most
+    ``||w v - w' v'|| / b + |c| |w - w'| / b'`` (triangle inequality on the
+    two independent densities). Both are convex in ``(w, w')``, so their
+    maximum over ``[0, W]^2`` is at a vertex: ``(0, 0)`` gives 0, ``w = w' =
+    W`` at most ``S^2`` (``S / b``), as the release of ``q`` alone, and ``w =
+    W, w' = 0`` (or the reverse) at most ``row_norm^2 + (sigma weight_step /
+    sigma')^2`` (``row_norm / b + weight_step / b'``), which the returned scale
+    makes equal to ``S^2`` (``S / b``). So the Gaussian pair is the Gaussian
+    mechanism of sensitivity ``S`` at std ``sigma``, and the L2-Laplace pair is
+    ``S / b``-DP. Needs ``S > row_norm``.
+    """
+    values = {"noise_scale": noise_scale, "sensitivity": sensitivity, "row_norm": row_norm,
+              "weight_step": weight_step}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a finite non-negative number, got {value!r}.")
+    S, r, step = float(sensitivity), float(row_norm), float(weight_step)
+    if not float(noise_scale) > 0:
+        raise ValueError(f"noise_scale must be positive, got {noise_scale!r}.")
+    if not S > r:
+        raise ValueError(f"sensitivity must exceed row_norm (the pair's worst case is a row of weight W "
+                         f"against one of weight 0), got sensitivity={sensitivity!r}, row_norm={row_norm!r}.")
+    if gaussian:
+        return float(noise_scale) * step / math.sqrt(S * S - r * r)
+    return float(noise_scale) * step / (S - r)
 
 
 def gumbel_scale(sensitivity, epsilon):

@@ -7,7 +7,12 @@ prices everything recorded so far plus those events with the shared
 accountant (tight composition, not a sum of epsilons) and refuses the fit with
 :class:`~skdp.exceptions.BudgetExceededError` if the total would exceed its
 budget. All fits are assumed to touch the same dataset (sequential composition),
-which is the conservative reading for cross-validation and grid search.
+which is the conservative reading for cross-validation and grid search. Before
+a fit releases its model, the events it ran are priced against that charge at
+the ledger's delta: a plan made before the label set was known (one-vs-rest
+with ``classes="auto"``) can cost slightly more there, and the record is then
+amended to what ran if the budget allows (:meth:`PrivacyLedger.amend`), or the
+fit is refused with nothing released.
 
 Composition assumes the recorded fits drew **independent** noise. A fit with
 ``random_state=None`` draws fresh OS entropy, so that always holds. A fit
@@ -86,7 +91,7 @@ def active_ledger():
 class _NoLedger:
     """Placeholder that charges nothing: used while a composite fit has charged itself."""
 
-    def charge(self, events, label="", noise_source=None):
+    def charge(self, events, label="", noise_source=None, record_id=None):
         return None
 
 
@@ -219,7 +224,17 @@ class PrivacyLedger:
         return price([ev for r in records for ev in r["events"]], self.budget.delta, self.budget.relation).budget
 
     # ------------------------------------------------------------------ charging
-    def charge(self, events, label="", noise_source=None):
+    def _total(self, records, events, noise_source=None):
+        """``(total, clash)``: the price of ``records`` plus ``events`` (``None``: unbounded), and the labels of the
+        records whose seeded noise source ``noise_source`` shares (``inf`` then, as for any shared source)."""
+        recorded = [ev for r in records for ev in r["events"]]
+        clash = [r["label"] for r in records if shared_sources([r["noise_source"], noise_source])]
+        if (events is None or clash or any(r["unbounded"] for r in records)
+                or shared_sources(r["noise_source"] for r in records)):
+            return PrivacyBudget(float("inf"), self.budget.delta, self.budget.relation), clash
+        return price(recorded + list(events), self.budget.delta, self.budget.relation).budget, clash
+
+    def charge(self, events, label="", noise_source=None, record_id=None):
         """Record one fit's events, or raise ``BudgetExceededError`` leaving the ledger unchanged.
 
         ``events=None`` means the fit has no finite guarantee (a bound would be
@@ -227,18 +242,12 @@ class PrivacyLedger:
         ``noise_source`` is the fit's ``noise_source_`` (see
         :func:`skdp._random.noise_source`); a seeded source already recorded
         means shared noise: the total is ``inf``, refused likewise.
+        ``record_id`` names the record for :meth:`amend`.
         """
         lock = self._lock()
         try:
             records = self.records()
-            recorded = [ev for r in records for ev in r["events"]]
-            clash = [r["label"] for r in records
-                     if shared_sources([r["noise_source"], noise_source])]
-            if (events is None or clash or any(r["unbounded"] for r in records)
-                    or shared_sources(r["noise_source"] for r in records)):
-                total = PrivacyBudget(float("inf"), self.budget.delta, self.budget.relation)
-            else:
-                total = price(recorded + list(events), self.budget.delta, self.budget.relation).budget
+            total, clash = self._total(records, events, noise_source)
             if total.epsilon > self.budget.epsilon:
                 if events is None:
                     why = ("it has no finite guarantee (a bound such as data_norm, classes or label_bound "
@@ -253,9 +262,46 @@ class PrivacyLedger:
                     f"Refusing to fit {label or 'this estimator'}: {why}, over the ledger's budget "
                     f"{self.budget} ({len(self._read())} fits recorded so far)."
                 )
+            record = {"label": label, "events": [_dump_event(e) for e in (events or [])],
+                      "noise_source": noise_source, "unbounded": events is None}
+            if record_id is not None:
+                record["id"] = str(record_id)
             with open(self.path, "a") as fh:
-                fh.write(json.dumps({"label": label, "events": [_dump_event(e) for e in (events or [])],
-                                     "noise_source": noise_source, "unbounded": events is None}) + "\n")
+                fh.write(json.dumps(record) + "\n")
+            return total
+        finally:
+            lock.close()
+
+    def amend(self, record_id, events):
+        """Replace the events of the record charged with ``record_id`` by ``events``, if the budget still holds.
+
+        Used when a fit ran releases whose price at this ledger's delta is
+        above what was charged before the data was read (a plan made before
+        a public fact of the fit was known, see
+        :func:`skdp._release.check_charged`): the record then says what was
+        released. Raises ``BudgetExceededError`` leaving the ledger unchanged
+        when the total with ``events`` would exceed the budget (the fit is
+        then not released, and its first charge stays). Returns the new total.
+        """
+        lock = self._lock()
+        try:
+            lines = self._read()
+            index = [i for i, r in enumerate(lines) if r.get("id") == str(record_id)]
+            if len(index) != 1:
+                raise ValueError(f"No single record with id {record_id!r} in this ledger.")
+            i = index[0]
+            others = [r for j, r in enumerate(self.records()) if j != i]
+            total, _ = self._total(others, events, lines[i].get("noise_source"))
+            if total.epsilon > self.budget.epsilon:
+                raise BudgetExceededError(
+                    f"Refusing to release {lines[i]['label'] or 'this fit'}: with the events it ran the total "
+                    f"would be {total}, over the ledger's budget {self.budget} (its charge before the fit "
+                    "stays recorded).")
+            lines[i] = dict(lines[i], events=[_dump_event(e) for e in events])
+            tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in lines)
+            os.replace(tmp, self.path)
             return total
         finally:
             lock.close()

@@ -196,13 +196,18 @@ def report_noisy_max(rng, scores, scale):
     scores = np.asarray(scores, dtype=float)
     draw = _record("gumbel", float(scale) * _m(), (1,))
     gumbel = rng.gumbel(0.0, float(scale) * _m(), size=scores.shape)
+    return _selected(draw, scores, gumbel, int(np.argmax(scores + gumbel)))
+
+
+def _selected(draw, scores, noise, index):
+    """The index a selection returns: ``index``, or in audit mode the replayed one (scores and noise recorded)."""
     if draw is None or draw.audit is None:
-        return int(np.argmax(scores + gumbel))
+        return index
     (replay,) = _STATE.audit
     t = draw.audit["index_in_fit"]
     entry = replay[t] if t < len(replay) and replay[t] is not None else {}
-    draw.audit.update(noise=gumbel, query=scores.copy())
-    index = int(entry["index"]) if "index" in entry else int(np.argmax(scores + gumbel))
+    draw.audit.update(noise=noise, query=np.array(scores, dtype=float))
+    index = int(entry["index"]) if "index" in entry else int(index)
     draw.audit["index"] = index
     return index
 

@@ -13,15 +13,20 @@ mechanism and epsilon-bounded-range (Durfee-Rogers 2019), priced as
 over one wide public geometric grid on ``[-1e12, 1e12]``
 (:func:`signed_geometric_grid`; Smith 2011's exponential-mechanism quantile on
 a discrete candidate set, as in Durfee 2023's unbounded setting).
+
+Every selection here takes ``secure=True`` for a floating-point-safe draw: the
+scores are rounded to a power-of-two grid of at most 1/1000 (whose cost is
+charged: score sensitivity ``1 + grid``) and the exponential mechanism is
+sampled exactly (:func:`skdp.privacy.discrete.exponential_mechanism`); the
+event is the same ``BoundedRangeEvent(epsilon)``.
 """
 
 import math
 
 import numpy as np
 
-from .accounting import gumbel_scale
+from .discrete import secure_selection_plan, select
 from .events import BoundedRangeEvent
-from .mechanisms import report_noisy_max
 
 __all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_ranges",
            "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "range_quantile_level",
@@ -61,7 +66,7 @@ WIDE_SIGNED_GRID.setflags(write=False)
 RANGE_FAILURE = 0.05
 
 
-def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
+def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID, secure=False):
     """Epsilon-DP estimate of the ``q``-quantile of ``values`` among ``grid``.
 
     Parameters
@@ -72,6 +77,8 @@ def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
     epsilon : float > 0
     rng : numpy RandomState / Generator
     grid : sorted array of public candidates
+    secure : bool, default False
+        Draw the selection floating-point safely (see the module docstring).
 
     Returns
     -------
@@ -79,7 +86,7 @@ def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
     event : BoundedRangeEvent
     """
     values = np.asarray(values, dtype=float)
-    return private_quantile_from_counts(grid_counts(values, grid), values.size, q, epsilon, rng, grid)
+    return private_quantile_from_counts(grid_counts(values, grid), values.size, q, epsilon, rng, grid, secure)
 
 
 def grid_counts(values, grid, side="right"):
@@ -101,14 +108,15 @@ def grid_counts(values, grid, side="right"):
     return np.stack([np.searchsorted(Xs[:, j], grid, side=side) for j in range(values.shape[1])])
 
 
-def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_GRID):
+def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_GRID, secure=False):
     """:func:`private_quantile` from the counts ``#{i : v_i <= c}`` of the candidates (:func:`grid_counts`).
 
     ``n`` is the public number of rows. The score is ``-|count(c) - q n|``
-    (replace-one sensitivity 1) and the pick is ``argmax(score + Gumbel(2 / epsilon))``.
+    (replace-one sensitivity 1) and the pick is ``argmax(score + Gumbel(2 / epsilon))``
+    (``secure``: the exact exponential mechanism on the rounded scores).
     """
     scores = -np.abs(np.asarray(counts) - q * int(n))
-    idx = report_noisy_max(rng, scores, gumbel_scale(1.0, epsilon))
+    idx = select(rng, scores, *secure_selection_plan(1.0, epsilon, secure))
     return float(np.asarray(grid, dtype=float)[idx]), BoundedRangeEvent(float(epsilon))
 
 
@@ -162,7 +170,7 @@ def range_quantile_level(n_samples, selection_epsilon, n_candidates=WIDE_SIGNED_
     return q, q * n >= need
 
 
-def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
+def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID, secure=False):
     """Private ``q``- and ``(1 - q)``-quantiles of every column of ``X`` over the public ``grid``.
 
     Each column is sorted once; both selections reuse its counts
@@ -185,10 +193,11 @@ def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
         raise ValueError("X must be finite for private_feature_ranges.")
     if not 0.0 < q < 0.5:
         raise ValueError(f"q must be in (0, 0.5), got {q!r}.")
-    return private_feature_ranges_from_counts(grid_counts(X, grid, side="left"), X.shape[0], q, epsilon, rng, grid)
+    return private_feature_ranges_from_counts(grid_counts(X, grid, side="left"), X.shape[0], q, epsilon, rng, grid,
+                                              secure)
 
 
-def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
+def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIGNED_GRID, secure=False):
     """:func:`private_feature_ranges` from the counts ``L(c) = #{x_ij < c}`` of every column.
 
     ``counts`` has shape ``(n_features, grid.size)`` (:func:`grid_counts` with
@@ -196,12 +205,12 @@ def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIG
     """
     counts = np.asarray(counts)
     grid = np.asarray(grid, dtype=float)
-    scale = gumbel_scale(1.0, epsilon)
+    plan = secure_selection_plan(1.0, epsilon, secure)
     d = counts.shape[0]
     lo_idx, hi_idx = np.empty(d, dtype=np.intp), np.empty(d, dtype=np.intp)
     for j in range(d):
-        lo_idx[j] = report_noisy_max(rng, -np.abs(counts[j] - q * n), scale)
-        hi_idx[j] = report_noisy_max(rng, -np.abs(counts[j] - (1.0 - q) * n), scale)
+        lo_idx[j] = select(rng, -np.abs(counts[j] - q * n), *plan)
+        hi_idx[j] = select(rng, -np.abs(counts[j] - (1.0 - q) * n), *plan)
     a, b = np.minimum(lo_idx, hi_idx), np.maximum(lo_idx, hi_idx)
     tied = a == b
     a = np.where(tied, np.maximum(a - 1, 0), a)

@@ -11,11 +11,15 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
                       get_loss, take_rows, weigh)
-from ..privacy import GaussianEvent, calibrate_gaussian
+from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, zcdp_rho
+from ..privacy.discrete import secure_gaussian_release, secure_gaussian_sensitivity
+from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the solvers' selections
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows"]
+           "report_phase", "batch_rows", "secure_noise_option", "secure_repeated_plan", "secure_zcdp_rho",
+           "noisy_release", "select",
+           "secure_selection_plan"]
 
 #: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
 PROGRESS_AFTER = 1.0
@@ -350,6 +354,54 @@ def repeated_gaussian_plan(sensitivity, T, budget, **settings):
     return SolverPlan((GaussianEvent(sensitivity, sigma, T),), sigma, dict(settings, T=T, sigma=sigma))
 
 
+def secure_noise_option(options):
+    """``solver_options["secure_noise"]`` (default False) as a bool; ``ValueError`` for anything else."""
+    value = (options or {}).get("secure_noise", False)
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"solver_options['secure_noise'] must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def secure_zcdp_rho(budget):
+    """The zCDP level ``rho`` of ``budget`` for discrete Gaussian releases; ``ValueError`` when ``delta = 0``."""
+    if budget.delta == 0:
+        raise ValueError("solver_options['secure_noise'] needs delta > 0 (it uses the discrete Gaussian).")
+    return zcdp_rho(budget.epsilon, budget.delta)
+
+
+def secure_repeated_plan(sensitivity, T, budget, size, **settings):
+    """Plan of ``T`` adaptive **floating-point-safe** releases of L2 sensitivity ``sensitivity`` (``size`` coordinates).
+
+    The ``secure_noise`` counterpart of :func:`repeated_gaussian_plan`: each
+    release is rounded to a public power-of-two grid and gets exact discrete
+    Gaussian noise (:func:`skdp.privacy.discrete.secure_gaussian_release`), so
+    it is ``rho / T``-zCDP with the rounding's cost ``gamma sqrt(size)`` in its
+    sensitivity (Canonne, Kamath, Steinke 2020, Thm. 4); ``rho`` is the largest
+    zCDP level the accountant converts to at most the budget
+    (:func:`skdp.privacy.zcdp_rho`). Events ``ZCDPEvent(rho / T, T)``;
+    ``settings`` get ``T``, ``sigma`` (in the value's units) and ``secure =
+    (sensitivity, rho / T)`` for :func:`noisy_release`.
+    """
+    rho = secure_zcdp_rho(budget)
+    sigma = secure_gaussian_sensitivity(sensitivity, size) / math.sqrt(2.0 * rho / T)
+    return SolverPlan((ZCDPEvent(rho / T, T),), sigma,
+                      dict(settings, T=T, sigma=sigma, secure=(float(sensitivity), rho / T)))
+
+
+def noisy_release(rng, value, sigma, secure=None):
+    """``value + N(0, sigma^2 I)``, or with ``secure = (sensitivity, rho)`` the floating-point-safe release.
+
+    ``secure`` is what :func:`secure_repeated_plan` puts in a plan's settings:
+    the value is then released by
+    :func:`skdp.privacy.discrete.secure_gaussian_release` (grid rounding and
+    exact discrete Gaussian noise, ``rho``-zCDP).
+    """
+    if secure:
+        return secure_gaussian_release(rng, value, *secure)[0]
+    value = np.asarray(value, dtype=float)
+    return value + gaussian_noise(rng, sigma, value.shape)
+
+
 def unit_interval_option(options, key, default):
     """``options[key]`` (``default`` when absent) as a float in the open interval (0, 1); ``ValueError`` otherwise."""
     value = options.get(key, default)
@@ -438,10 +490,30 @@ class Solver:
     #: whether its number of gradient evaluations is fixed by its public schedule (``verbose`` may print
     #: epoch counts); ``False`` when it depends on the data (e.g. solving to a tolerance)
     public_schedule = True
+    #: whether it iterates on the released model (``False``: one direct release, e.g. noisy sufficient
+    #: statistics or a perturbed objective solved once; ``DPRidge.n_iter_`` is then ``None``, as sklearn's
+    #: direct solvers report)
+    iterative = True
+
+    #: why ``solver_options={"secure_noise": True}`` is refused (solvers without the key)
+    secure_noise_refusal = "its releases have no floating-point-safe variant that the accountant prices"
 
     def check_options(self, options):
-        """Raise ``ValueError`` for ``solver_options`` keys this solver does not take."""
-        unknown = sorted(set(options or {}) - set(self.option_keys))
+        """Raise ``ValueError`` for ``solver_options`` keys this solver does not take.
+
+        ``secure_noise=False`` is accepted by every solver (the default
+        noise); ``secure_noise=True`` by a solver without the option raises
+        with :attr:`secure_noise_refusal`, the reason it has no
+        floating-point-safe variant.
+        """
+        options = dict(options or {})
+        if "secure_noise" in options:
+            if secure_noise_option(options) and "secure_noise" not in self.option_keys:
+                raise ValueError(f"solver={self.name!r} has no floating-point-safe variant "
+                                 f"(solver_options['secure_noise']): {self.secure_noise_refusal}.")
+            if "secure_noise" not in self.option_keys:
+                del options["secure_noise"]
+        unknown = sorted(set(options) - set(self.option_keys))
         if unknown:
             raise ValueError(
                 f"solver_options {unknown} are not used by solver={self.name!r}; it accepts "

@@ -67,6 +67,9 @@ class NoisySGD(Solver):
     defaults = ("T0 = min(n/8, eps^2 n^2/(32 d ln(1/delta))), m = n sqrt(eps/(4 T0)), T = min(T0, 2000), "
                 "eta = M/(G sqrt T)")
     option_keys = {"batch_size": "expected Poisson batch size m", "learning_rate": "step eta"}
+    secure_noise_refusal = ("its Poisson-subsampled Gaussian steps are priced by the tight RDP of the subsampled "
+                            "continuous Gaussian (Mironov, Talwar, Zhang 2019), which the accountant does not "
+                            "extend to the discrete Gaussian; use solver='dp_gd' for floating-point-safe gradients")
     default_max_steps = 2000
 
     def make_constraint(self, options, radius):
