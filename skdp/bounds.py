@@ -299,7 +299,11 @@ class BoundedDesign:
     def _batch_gradient_sum(self, w, derivative, rows):
         """:meth:`gradient_sum` over the gathered ``rows``: the same products, inlined (a mini-batch step's few
         rows make the per-call overhead count)."""
-        B = self._raw(rows)
+        B = take_rows(self._X, rows)
+        if self._clip is not None:  # the winsorised rows (the norms and factors are theirs)
+            B = np.clip(B, -self._clip, self._clip, dtype=np.float64)
+        elif B.dtype != np.float64:
+            B = B.astype(np.float64)
         f = None if self._f is None else take_rows(self._f, rows)
         c = self._c
         d = B.shape[1]

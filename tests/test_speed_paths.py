@@ -172,6 +172,13 @@ def test_winsorised_design_is_lazy_and_equals_the_clipped_copy():
     np.testing.assert_allclose(A.gather(rows).toarray(), B[rows], rtol=1e-14)
     np.testing.assert_allclose(A[rows[:50]], B[rows[:50]], rtol=1e-14)
     np.testing.assert_allclose(lazy.row_norms, eager.row_norms, rtol=1e-14)
+    # the fused passes, full and mini-batch, see the winsorised rows
+    def der(Z, r):
+        return np.tanh(Z)
+
+    np.testing.assert_allclose(A.gradient_sum(w, der), B.T @ np.tanh(B @ w), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(A.gradient_sum(w, der, rows=rows), B[rows].T @ np.tanh(B[rows] @ w),
+                               rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])

@@ -143,7 +143,7 @@ class DPGradientDescent(Solver):
           24 FISTA steps of size ``1.3 / L`` instead, ``L`` from a private
           release of the data's largest curvature (:meth:`curvature_plan`):
           the same accuracy (20 seeds at epsilon = 100: digits 0.956 against
-          0.954, breast_cancer 0.977 against 0.973; a correlated 200k x 50
+          0.957, breast_cancer 0.977 against 0.975; a correlated 200k x 50
           design 0.919 against 0.920) in a quarter of the passes.
         * Logistic / multinomial losses with more noise than that: the
           per-example gradients are clipped at half their bound at ``w = 0``
