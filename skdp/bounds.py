@@ -167,16 +167,27 @@ class BoundedDesign:
     def _raw(self, rows, reuse=False):
         """``X[rows]`` in ``float64`` (a view for a slice of ``float64`` rows), winsorised when asked.
 
-        ``reuse=True`` (a full pass's blocks, one at a time): the winsorised
-        block is written into one buffer kept by the design, not a new array.
+        ``reuse=True`` (a full pass's blocks ``rows``, slices, one at a time):
+        the winsorised block is written into one buffer kept by the design,
+        not a new array; a block the winsorising left unchanged on the first
+        pass is read as it is on the next passes (the same values).
         """
         B = take_rows(self._X, rows)
         if self._clip is not None:  # a float64 copy of the block, compared in float64 (float32 input)
             if not reuse:
                 return np.clip(B, -self._clip, self._clip, dtype=np.float64)
+            unchanged = getattr(self, "_unchanged", None)
+            if unchanged is None:
+                unchanged = self._unchanged = {}
+            key = (rows.start, rows.stop)
+            if unchanged.get(key):
+                return B if B.dtype == np.float64 else B.astype(np.float64)
             if getattr(self, "_buffer", None) is None or self._buffer.shape[0] < B.shape[0]:
                 self._buffer = np.empty((self._block, B.shape[1]))
-            return np.clip(B, -self._clip, self._clip, out=self._buffer[: B.shape[0]], dtype=np.float64)
+            out = np.clip(B, -self._clip, self._clip, out=self._buffer[: B.shape[0]], dtype=np.float64)
+            if key not in unchanged:
+                unchanged[key] = bool(np.array_equal(out, B))
+            return out
         return B if B.dtype == np.float64 else B.astype(np.float64)
 
     def _blocks(self):

@@ -181,6 +181,29 @@ def test_winsorised_design_is_lazy_and_equals_the_clipped_copy():
                                rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_winsorised_blocks_left_unchanged_are_read_as_they_are_on_later_passes(dtype):
+    """Each full pass gives the clipped copy's products, whether a block needed winsorising or not."""
+    from skdp.bounds import BoundedDesign, bound_features, clip_features, clipped_row_norms
+
+    rng = np.random.RandomState(1)
+    X = (rng.randn(300, 4) * 0.2).astype(dtype)
+    X[130:140] *= 40.0  # entries beyond the radius in a few blocks only
+    r = 1.0
+    lazy = bound_features(X, 2.5, True, None, 0.5, norms=clipped_row_norms(X, r), lazy=True, feature_clip=r)
+    D = bound_features(clip_features(X.astype(np.float64), r)[0], 2.5, True, None, 0.5).X
+    A = lazy.X
+    A._block = 32
+    w, v = rng.randn(5), rng.randn(300)
+    for _ in range(3):  # the first pass records which blocks the winsorising left unchanged
+        np.testing.assert_allclose(A @ w, D @ w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(A.T @ v, D.T @ v, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(A.gradient_sum(w, lambda Z, b: np.tanh(Z)), D.T @ np.tanh(D @ w),
+                                   rtol=1e-12, atol=1e-12)
+    assert A._unchanged == {(lo, min(lo + 32, 300)): lo != 128 for lo in range(0, 300, 32)}
+    assert isinstance(A, BoundedDesign)
+
+
 @pytest.mark.parametrize("solver", ["dp_gd", "obj_pert", "noisy_sgd"])
 def test_float32_input_fits_as_the_float64_copy_of_its_values(solver):
     """float32 rows stay float32 in memory, but every product is computed in float64."""
