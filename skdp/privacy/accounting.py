@@ -213,17 +213,21 @@ def _pure_loss_distribution(pure):
 
 
 def _gdp_pure_log_delta(eps, mu, values, logp):
-    """``log delta(eps)`` of a ``mu``-GDP release composed with pure events of loss distribution ``(values, logp)``."""
-    terms = []
-    for v, lp in zip(values, logp):
-        x = eps - v
-        if mu == 0:
-            ld = math.log(-math.expm1(x)) if x < 0 else -math.inf
-        else:
-            ld = _gdp_log_delta(x, mu)
-        if ld > -math.inf:
-            terms.append(lp + ld)
-    return special.logsumexp(terms) if terms else -math.inf
+    """``log delta(eps)`` of a ``mu``-GDP release composed with pure events of loss distribution ``(values, logp)``.
+
+    Vectorised over the support: ``log delta_mu(x)`` as in :func:`_gdp_log_delta`, for every ``x = eps - v``.
+    """
+    x = eps - values
+    if mu == 0:
+        with np.errstate(divide="ignore"):
+            ld = np.where(x < 0, np.log(-np.expm1(np.minimum(x, 0.0))), -np.inf)
+    else:
+        a = special.log_ndtr(-x / mu + mu / 2)
+        b = x + special.log_ndtr(-x / mu - mu / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ld = np.where(b < a, a + np.log1p(-np.exp(np.minimum(b - a, 0.0))), -np.inf)
+    terms = logp + ld
+    return float(special.logsumexp(terms)) if np.any(terms > -np.inf) else -math.inf
 
 
 def gdp_pure_epsilon(mu, pure, delta):
