@@ -224,7 +224,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     >>> reg = DPRidge(epsilon=1.0, random_state=0).fit(X, y)
     >>> print(reg.privacy_spent_, reg.solver_)
     (epsilon=1, delta=1e-05) [replace_one] adassp
-    >>> bool(reg.score(X, y) > 0.8)
+    >>> bool(reg.score(X, y) > 0.5)
     True
 
     Two targets, one release at the same budget:
