@@ -338,16 +338,17 @@ def test_gaussian_with_pure_events_agrees_with_dp_accounting_pld():
 
     # V7's events, then a default fit's shape (one bounded-range bound, a few selections)
     v7 = price([GaussianEvent(1.0, 5.0, 50), BoundedRangeEvent(0.1, 20), PureDPEvent(0.5)], 1e-5).budget.epsilon
-    dist = pld.from_gaussian_mechanism(5.0 / math.sqrt(50), sensitivity=1.0, value_discretization_interval=1e-5)
+    dist = pld.from_gaussian_mechanism(5.0 / math.sqrt(50), sensitivity=1.0, value_discretization_interval=1e-4)
     for e, c in [(0.1, 20), (0.5, 1)]:
         dist = dist.compose(pld.from_privacy_parameters(
-            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-5).self_compose(c))
-    assert v7 == pytest.approx(dist.get_epsilon_for_delta(1e-5), abs=1e-5)
+            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-4).self_compose(c))
+    # dp-accounting's PLD is pessimistic by its discretisation: ours (exact) is at most it and close to it
+    assert dist.get_epsilon_for_delta(1e-5) - 2e-3 <= v7 <= dist.get_epsilon_for_delta(1e-5) + 1e-9
 
     mu, pure, delta = 0.3, [(0.05, 1), (0.1, 4)], 1e-5
-    dist = pld.from_gaussian_mechanism(1.0 / mu, sensitivity=1.0, value_discretization_interval=1e-5)
+    dist = pld.from_gaussian_mechanism(1.0 / mu, sensitivity=1.0, value_discretization_interval=1e-4)
     for e, c in pure:
         dist = dist.compose(pld.from_privacy_parameters(
-            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-5).self_compose(c))
+            common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-4).self_compose(c))
     ours = price([GaussianEvent(1.0, 1.0 / mu)] + [PureDPEvent(e, c) for e, c in pure], delta).budget.epsilon
-    assert ours == pytest.approx(dist.get_epsilon_for_delta(delta), abs=1e-5)
+    assert dist.get_epsilon_for_delta(delta) - 2e-3 <= ours <= dist.get_epsilon_for_delta(delta) + 1e-9
