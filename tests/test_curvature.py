@@ -90,6 +90,9 @@ def test_default_uses_the_curvature_only_in_the_accelerated_regime():
 
 def test_curvature_option_is_validated_and_refused_where_it_cannot_apply():
     X, y = _data()
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match=r"solver_options\['curvature'\]"):
+            DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], solver_options={"curvature": bad}).fit(X, y)
     with pytest.raises(ValueError, match="curvature"):
         DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], solver="noisy_sgd",
                              solver_options={"curvature": True}).fit(X, y)

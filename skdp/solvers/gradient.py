@@ -195,6 +195,9 @@ class DPGradientDescent(Solver):
         and without ``secure_noise``.
         """
         option = problem.options.get("curvature", "auto")
+        if not (isinstance(option, (bool, np.bool_)) or (isinstance(option, str) and option == "auto")):
+            raise ValueError(f"solver_options['curvature'] must be True, False or 'auto', got {option!r}.")
+        option = option if isinstance(option, str) else bool(option)
         if option is False or budget.delta == 0 or problem.options.get("secure_noise", False):
             return False
         if option is True:
