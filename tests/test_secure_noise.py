@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from skdp import DPLogisticRegression, DPRidge, DPSparseLinearRegression
 from skdp.privacy import BoundedRangeEvent, PureDPEvent, gumbel_scale
 from skdp.privacy.discrete import (
     exponential_mechanism,
@@ -344,3 +345,23 @@ def test_pure_selection_solver_stays_pure_with_secure_noise():
     assert {d.kind for d in draws} == {"exponential"}
     with pytest.raises(ValueError, match="delta > 0"):
         DPSparseLinearRegression(solver="dpsl_kt", **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: DPLogisticRegression(1.0, classes=[0, 1], random_state=0, **kw),  # data_norm="auto"
+    lambda **kw: DPRidge(1.0, data_norm=3.0, random_state=0, **kw),  # label_bound="auto"
+    lambda **kw: DPSparseLinearRegression(1.0, n_nonzero_coefs=2, solver="dp_ight", clip_norm="auto",
+                                          random_state=0, **kw),
+], ids=["data_norm", "label_bound", "sparse"])
+def test_private_bound_selections_are_exact_by_default(make):
+    """Every 'auto' bound is drawn by the exact exponential mechanism unless secure_noise=False."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 4)
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.randn(400)
+    target = (y > 0).astype(int) if "Logistic" in type(make()).__name__ else y
+    for options, kind in [({}, "exponential"), ({"secure_noise": False}, "gumbel")]:
+        with record_draws() as draws:
+            est = make(solver_options=options).fit(X, target)
+        selections = [d.kind for d in draws if d.kind in ("exponential", "gumbel")]
+        n_bounds = sum(e.count for e in est.privacy_events_ if isinstance(e, BoundedRangeEvent))
+        assert selections and set(selections) == {kind} and len(selections) == n_bounds, (options, selections)

@@ -11,7 +11,7 @@ from sklearn.utils.validation import validate_data
 from ..bounds import bound_labels, check_label_bound, clip_features, private_clip_norm, public_label_range
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
-from ..solvers._base import secure_noise_option
+from ..solvers._base import selection_secure_option
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
@@ -175,7 +175,7 @@ class _DPSparseBase(BaseEstimator):
                 y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
                 clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng,
-                                                secure_noise_option(self.solver_options))
+                                                selection_secure_option(self.solver_options))
                 pre_events = [event] + pre_events[1:]
             else:
                 clip = float(self.clip_norm)
