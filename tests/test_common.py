@@ -97,9 +97,7 @@ def _expected_failures(estimator):
     """sklearn's exact weight-equivalence checks (see ``tests/_helpers.py``), for ``dp_svrg_pp`` the
     class-weight check, which sets ``max_iter=1000``: 1000 doubling epochs, refused (at most 20), and for
     ``DPRidge`` with a direct solver the ``n_iter_`` check (``None``, as sklearn's ``Ridge``)."""
-    # dp_fw_l1 passes them: on the check's small problem its vertex choices (the only randomness that
-    # matters) coincide with and without repeated rows, so they are not expected failures there
-    failures = {} if getattr(estimator, "solver", None) == "dp_fw_l1" else dict(WEIGHT_EQUIVALENCE_CHECKS)
+    failures = dict(WEIGHT_EQUIVALENCE_CHECKS)
     solver = SOLVERS.get(getattr(estimator, "solver", None))
     if isinstance(estimator, DPRidge) and solver is not None and not solver.iterative:
         # as sklearn's Ridge, which lists this check as an expected failure: a direct solver's n_iter_ is None
