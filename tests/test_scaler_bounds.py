@@ -120,8 +120,7 @@ def test_card_calibration_vectors():
     X = np.random.RandomState(0).normal(size=(3000, 10))
     sc = _quiet(DPMinMaxScaler().fit, X)  # the whole budget on 20 selections
     assert sc.selection_epsilon_ == pytest.approx(0.110556, rel=2e-5)
-    # the card's Gumbel scale 2 / eps_BR, times (1 + 2^-10): the exact draw's scores are on a grid of 2^-10
-    assert sc.noise_scale_ == pytest.approx(18.090373 * (1 + 2**-10), rel=2e-5)
+    assert sc.noise_scale_ == pytest.approx(18.090373, rel=2e-5)  # the Gumbel scale 2 / eps_BR
 
 
 @pytest.mark.parametrize("delta", [1e-5, 0.0])
@@ -240,7 +239,8 @@ def test_default_scalers_draw_what_they_price(make):
     X = np.random.RandomState(0).uniform(-1, 1, (300, 4))
     est, draws = _quiet(_fit_recorded, make(), X, None)
     _check(est, draws)
-    assert sum(1 for dr in draws if dr.kind == "exponential") >= 8  # the 2 d quantile selections ran, exactly
+    # the 2 d per-feature selections ran, by Gumbel draws (exact ones over the wide grid cost ~2 ms each)
+    assert sum(1 for dr in draws if dr.kind == "gumbel") >= 8
     assert math.isfinite(est.privacy_spent_.epsilon)
 
 

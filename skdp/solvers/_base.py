@@ -366,7 +366,7 @@ def selection_secure_option(options):
 
     Unlike the solvers' releases (floating-point noise unless ``secure_noise``
     is True), the selections are exact **by default**: their exact draw costs
-    about 0.1% more noise and a fraction of a millisecond per selection
+    about 0.1% more noise and 0.2 ms per selection over the default grids
     (``benchmarks/bench_secure_noise.py``). ``secure_noise=False`` draws them
     by Gumbel report-noisy-max instead.
     """
