@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
-from sklearn.linear_model import Lasso, LogisticRegression, Ridge
+from sklearn.linear_model import Lasso, LogisticRegression, OrthogonalMatchingPursuit, Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
@@ -63,6 +63,13 @@ CASES = [
      lambda e, s: skdp.DPLogisticRegression(epsilon=e, random_state=s), lambda: LogisticRegression(max_iter=1000)),
     ("DPLinearSVC", "breast_cancer", _real(load_breast_cancer),
      lambda e, s: skdp.DPLinearSVC(epsilon=e, random_state=s), lambda: LinearSVC()),
+    # the sparse models' default sparsity is 10% of the features: 1 on diabetes (sklearn: OMP at 1), 3 on
+    # breast_cancer (no l0-constrained sklearn classifier: the dense one as the reference)
+    ("DPSparseLinearRegression", "diabetes", _real(load_diabetes),
+     lambda e, s: skdp.DPSparseLinearRegression(epsilon=e, random_state=s),
+     lambda: OrthogonalMatchingPursuit(n_nonzero_coefs=1)),
+    ("DPSparseLogisticRegression", "breast_cancer", _real(load_breast_cancer),
+     lambda e, s: skdp.DPSparseLogisticRegression(epsilon=e, random_state=s), lambda: LogisticRegression()),
 ]
 
 

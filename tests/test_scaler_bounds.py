@@ -269,3 +269,36 @@ def test_released_bounds_empirical_privacy_and_positive_control(cls, under_noise
     assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] <= 1.0
     with under_noise(0.02):  # the same mechanism with 1/50 of the Gumbel noise is caught
         assert epsilon_lower_bound(*scores(), 1e-5)["epsilon"] > 1.0
+
+
+@pytest.mark.parametrize("values,probs", [((-1.0, 1.0), (0.5, 0.5)), ((0.0, 1.0), (0.6, 0.4)),
+                                          ((0.0, 1.0, 2.0), (1 / 3, 1 / 3, 1 / 3))])
+def test_auto_bounds_keep_binary_and_few_valued_features(values, probs):
+    """bounds="auto" on a binary or three-valued column (n = 1000, epsilon = 1, next to a Gaussian one):
+    the score -|L(c) - q n| tied the thousands of empty grid cells below the data and between the values
+    with the right answer, and the low bound landed anywhere in [-1e12, 0] (scale_ 1e2 to 1e9 times the
+    std, measured before the cell score); with cell_scores every seed's scale_ is within a factor 2.5."""
+    rng = np.random.RandomState(0)
+    n = 1000
+    col = rng.choice(values, size=n, p=probs)
+    X = np.column_stack([col, rng.randn(n)])
+    ratios = [DPStandardScaler(epsilon=1.0, random_state=s).fit(X).scale_[0] / col.std() for s in range(10)]
+    assert 0.6 <= np.median(ratios) <= 1.5, ratios
+    assert 0.4 <= min(ratios) and max(ratios) <= 2.5, ratios
+
+
+def test_cell_scores_replace_one_sensitivity_one():
+    """cell_scores moves by at most 1 at every candidate when one row is replaced (n public), on few-valued
+    data where ties are many, and scores 0 on the cell holding the quantile."""
+    from skdp.privacy.quantile import cell_scores, grid_counts
+    rng = np.random.RandomState(1)
+    grid = np.linspace(-3, 3, 61)
+    for _ in range(200):
+        x = rng.choice([-1.0, 0.0, 1.0, 2.5], size=50)
+        x2 = x.copy()
+        x2[rng.randint(50)] = rng.choice([-5.0, -1.0, 0.0, 0.05, 1.0, 7.0])
+        for level in (0.1, 0.25, 0.75):
+            a = cell_scores(grid_counts(x, grid, side="left"), 50, level)
+            b = cell_scores(grid_counts(x2, grid, side="left"), 50, level)
+            assert np.max(np.abs(a - b)) <= 1.0 + 1e-12
+            assert a.max() == 0.0

@@ -8,7 +8,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_co
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..bounds import bound_labels, check_label_bound, clip_features, private_clip_norm, public_label_range
+from ..bounds import (bound_labels, check_label_bound, clip_features, private_clip_norm, private_label_range,
+                      public_label_range)
 from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent, PrivacyBudget
 from ..solvers._base import selection_secure_option
@@ -16,7 +17,7 @@ from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
                         sample_weights, weight_bound)
-from ._base import solver_budget
+from ._base import selection_epsilon, solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
                         class_selection_events, fit_classes, one_vs_rest, ovr_targets, refused_after_selection,
@@ -48,8 +49,14 @@ class _DPSparseBase(BaseEstimator):
     _default_solver = "noisy_iht"
     #: no sparse solver's proof covers a multinomial loss
     _multiclass = False
-    #: clip_norm="auto": the clip norm is this private quantile of the per-example gradient norms at w = 0
+    #: clip_norm="auto": the clip norm is a private quantile of the per-example gradient norms at w = 0, at
+    #: this level up to n * epsilon = ``_auto_clip_knee`` (see :meth:`_auto_clip_quantile_for`)
     _auto_clip_quantile = 0.25
+    _auto_clip_knee = 500.0
+    #: level the rising quantile reaches at large n * epsilon (here: no rise; the regressor's rises)
+    _auto_clip_quantile_max = 0.25
+    #: rise of the level per decade of n * epsilon above the knee
+    _auto_clip_rise = 0.25
 
     # -- hooks -----------------------------------------------------------------------------
     def _loss(self):  # pragma: no cover - abstract
@@ -89,13 +96,46 @@ class _DPSparseBase(BaseEstimator):
     def _auto_clip(self, solver):
         return self.clip_norm == "auto" and solver.clip_order is not None
 
-    def _budgets(self, solver, n_samples=None):
-        """(budget for the solver, events of the private clip-norm choice and label-set selection)."""
+    def _auto_clip_quantile_for(self, n_samples):
+        """Level of the private gradient-norm quantile of ``clip_norm="auto"``, a function of public ``n * epsilon``.
+
+        ``_auto_clip_quantile`` (0.25) up to ``n * epsilon = 500``, rising by
+        ``0.25`` per decade to ``_auto_clip_quantile_max``: 0.75 for the
+        squared loss, no rise for the logistic loss. The clip trades noise
+        (every noise scale is proportional to it) against clipping bias (a
+        clipped squared-loss gradient is a Huber gradient, whose fit is pulled
+        towards a median); with little noise the bias is what is left, so the
+        regressor's clip grows with ``n * epsilon``, as the private row bound
+        of :class:`~skdp.DPRidge` does. The logistic gradient is bounded
+        already, and there the clip also damps the fixed step ``4 / K^2``: a
+        rising clip cost breast_cancer 0.943 -> 0.651 accuracy at epsilon = 100
+        (``benchmarks/bench_defaults.py``).
+        """
+        n_eps = max(float(n_samples) * float(self.epsilon), 1.0)
+        rise = self._auto_clip_rise * math.log10(max(n_eps / self._auto_clip_knee, 1.0))
+        return min(self._auto_clip_quantile + rise, self._auto_clip_quantile_max)
+
+    def _n_auto_selections(self, solver):
+        """Private bound selections a fit makes before the solver (the clip norm's, when ``"auto"``)."""
+        return int(self._auto_clip(solver))
+
+    def _budgets(self, solver, n_samples):
+        """(budget for the solver, events of the private bound choices and label-set selection).
+
+        The bound choices (:meth:`_n_auto_selections`) share ``bound_budget_fraction``
+        of ``epsilon`` equally (:meth:`_selection_epsilon`); the clip norm's
+        event comes first.
+        """
         selection = class_selection_events(self, n_samples) if hasattr(self, "classes") else []
-        if not self._auto_clip(solver):
+        k = self._n_auto_selections(solver)
+        if not k:
             return PrivacyBudget(*basic_split(selection, self.epsilon, self.delta)), selection
-        pre = [BoundedRangeEvent(self.bound_budget_fraction * self.epsilon)] + selection
+        pre = [BoundedRangeEvent(self._selection_epsilon(solver, n_samples))] * k + selection
         return PrivacyBudget(*basic_split(pre, self.epsilon, self.delta)), pre
+
+    def _selection_epsilon(self, solver, n_samples):
+        """Epsilon of each private bound selection: ``bound_budget_fraction * epsilon`` shared equally."""
+        return self.bound_budget_fraction * self.epsilon / self._n_auto_selections(solver)
 
     def _problem(self, solver, n, n_features, X=None, y=None, clip=None, sample_weight=None):
         """The solver's problem; ``clip`` is the estimator's clip norm, the problem's is ``W`` times it."""
@@ -150,7 +190,7 @@ class _DPSparseBase(BaseEstimator):
         return True
 
     def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, sample_weight=None,
-                    **diagnostic_values):
+                    bound_events=(), **diagnostic_values):
         """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
         and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``).
         ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._release.ovr_targets`) fits the ``k``
@@ -166,6 +206,11 @@ class _DPSparseBase(BaseEstimator):
         _, pre_events = self._budgets(solver, n)
         budget = self._solver_budget(solver, n, d, pre_events)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc, sample_weight=sample_weight)
+        # the bound selections made before this call (label_bound="auto") replace their planned events, which
+        # follow the clip norm's; the planned events are equal, so the price is the one charged
+        made = list(bound_events)
+        first = int(self._auto_clip(solver))
+        pre_events = pre_events[:first] + made + pre_events[first + len(made):]
         clip = None
         if solver.clip_order is not None:
             if self._auto_clip(solver):
@@ -174,7 +219,7 @@ class _DPSparseBase(BaseEstimator):
                 # private choice serves the k fits
                 y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
-                clip, event = private_clip_norm(g0, self._auto_clip_quantile, pre_events[0].epsilon, rng,
+                clip, event = private_clip_norm(g0, self._auto_clip_quantile_for(n), pre_events[0].epsilon, rng,
                                                 selection_secure_option(self.solver_options))
                 pre_events = [event] + pre_events[1:]
             else:
@@ -234,7 +279,13 @@ _SHARED_PARAMS_DOC = """
         gradient norms at ``w = 0`` over a public geometric grid; the cost is
         composed into ``privacy_spent_`` and nothing is read in the clear.
     bound_budget_fraction : float, default=0.1
-        Share of ``epsilon`` for ``clip_norm="auto"``.
+        Share of ``epsilon`` for the private bound choices (``clip_norm="auto"``
+        and, for the regressor, ``label_bound="auto"``), split equally; with
+        ``label_bound="auto"`` each is raised at small ``n`` as for
+        :class:`DPRidge` (at most half of ``epsilon`` in all). The
+        clip norm's quantile level is ``0.25`` up to ``n * epsilon = 500``;
+        for the squared loss it rises by ``0.25`` per decade of ``n * epsilon``
+        to ``0.75``, where clipping bias, not noise, limits the fit.
     learning_rate : float or None, default=None
         IGHT step. ``None``: ``1/(phi'' K^2)``, the largest curvature a single
         coordinate can have (``phi'' = 1`` squared, ``1/4`` logistic).
@@ -318,10 +369,20 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
     needs ``label_bound``.
 
     Parameters
-    ----------""" + _SHARED_PARAMS_DOC + """    label_bound : float, (low, high) or None, default=None
-        Public label range. When given, labels are clipped to it and centred at
-        its midpoint (the intercept absorbs it). Required by ``two_stage``;
-        optional otherwise (``None``: no label clipping, centre 0).
+    ----------""" + _SHARED_PARAMS_DOC + """    label_bound : float, (low, high), "auto" or None, default="auto"
+        Label range. Labels are clipped to it and centred at its midpoint (the
+        intercept absorbs it). A number or pair is public. ``"auto"`` chooses
+        it privately, as :class:`DPRidge` does: a private median plus and
+        minus ``2.5`` private median absolute deviations (two
+        exponential-mechanism selections over public grids,
+        :func:`skdp.bounds.private_label_range`), paid from
+        ``bound_budget_fraction`` with the clip norm's selection and composed
+        into ``privacy_spent_``. Centring matters to the sparse solvers: from
+        ``w = 0`` with uncentred labels the first support is chosen by
+        ``mean(y) mean(x_j)`` as much as by the covariance of ``x_j`` with ``y``,
+        and noisy IHT keeps such a support once the noise no longer moves
+        it. ``None``: no label clipping, centre 0. ``two_stage`` needs a
+        public number or pair.
 
     Attributes
     ----------""" + _SHARED_ATTRS_DOC + """
@@ -346,8 +407,13 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
 
     _parameter_constraints: dict = {
         **_DPSparseBase._parameter_constraints,
-        "label_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "label_bound": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), "array-like", None],
     }
+
+    #: label_bound="auto": the range is the private median +- this many private median absolute deviations
+    _auto_label_width = 2.5
+    #: the clip quantile rises with n * epsilon (see ``_auto_clip_quantile_for``)
+    _auto_clip_quantile_max = 0.75
 
     def __init__(
         self,
@@ -360,7 +426,7 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         feature_bound=1.0,
         clip_norm="auto",
         bound_budget_fraction=0.1,
-        label_bound=None,
+        label_bound="auto",
         learning_rate=None,
         max_iter=None,
         solver_options=None,
@@ -387,19 +453,37 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
     def _loss(self):
         return SquaredLoss()
 
+    def _auto_label(self):
+        return isinstance(self.label_bound, str) and self.label_bound == "auto"
+
     def _label_bound_public(self):
-        if self.label_bound is None:
-            return None
+        if self.label_bound is None or self._auto_label():
+            return None  # "auto": only two_stage reads the bound, and it refuses "auto"
         return public_label_range(self.label_bound, self.fit_intercept)[3]
+
+    def _n_auto_selections(self, solver):
+        # label_bound="auto": a private median and median absolute deviation
+        return super()._n_auto_selections(solver) + 2 * self._auto_label()
+
+    def _selection_epsilon(self, solver, n_samples):
+        """With ``label_bound="auto"``, raised where ``n`` is too small to locate the median at the equal
+        share (:func:`skdp.linear_model._base.selection_epsilon`, as :class:`DPRidge`'s bounds): a label
+        centre far from the data costs more than the budget the raise takes from the solver."""
+        if not self._auto_label():
+            return super()._selection_epsilon(solver, n_samples)
+        return selection_epsilon(self.epsilon, self.bound_budget_fraction, self._n_auto_selections(solver),
+                                 n_samples)
 
     def _check_params(self):
         lb = self.label_bound
-        check_label_bound(lb)
+        if not self._auto_label():
+            check_label_bound(lb)
         solver = super()._check_params()
-        if solver.name == "two_stage" and lb is None:
+        if solver.name == "two_stage" and (lb is None or self._auto_label()):
             raise ValueError(
-                "solver='two_stage' needs a public label_bound: objective perturbation uses the exact "
-                "squared loss, whose gradient is bounded only for bounded labels."
+                f"solver='two_stage' needs a public label_bound (a number or a pair), got {lb!r}: objective "
+                "perturbation uses the exact squared loss, whose gradient is bounded only for bounded labels, "
+                "and its noise is calibrated to the bound before the data is read."
             )
         return solver
 
@@ -428,16 +512,23 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         charge(self, X, privacy_ledger)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
-        if self.label_bound is not None:
-            y_enc, centre, bound, n_lab, _ = bound_labels(y, self.label_bound, self.fit_intercept)
+        weights = row_weights(self, sample_weight, X)
+        rng = fit_randomness(self)
+        label_bound, events = self.label_bound, []
+        if self._auto_label():
+            solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
+            label_bound, events = private_label_range(y, self._selection_epsilon(solver, y.shape[0]), rng, width=self._auto_label_width,
+                                                      secure=selection_secure_option(self.solver_options))
+        if label_bound is not None:
+            y_enc, centre, bound, n_lab, _ = bound_labels(y, label_bound, self.fit_intercept)
             self.label_bound_ = (centre - bound, centre + bound)
             n_labels_clipped = int(n_lab)
         else:
             y_enc, centre = y.copy(), 0.0
             self.label_bound_ = None
             n_labels_clipped = 0
-        return self._fit_sparse(X, y_enc, centre, n_labels_clipped=n_labels_clipped,
-                                sample_weight=row_weights(self, sample_weight, X))
+        return self._fit_sparse(X, y_enc, centre, rng=rng, bound_events=events, n_labels_clipped=n_labels_clipped,
+                                sample_weight=weights)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

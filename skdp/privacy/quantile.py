@@ -33,7 +33,8 @@ from .discrete import secure_selection_plan, select
 from .events import BoundedRangeEvent
 
 __all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_ranges",
-           "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "range_quantile_level",
+           "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "cell_scores",
+           "range_quantile_level",
            "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID"]
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
@@ -149,6 +150,28 @@ def quantile_scores(sorted_values, q, grid):
     return -np.abs(counts - q * sorted_values.shape[0])
 
 
+def cell_scores(counts, n, level):
+    """Scores ``u(c_k) = -max(0, L(c_k) - t, t - L(c_(k+1)))``, ``t = level n``, of the grid cells ``[c_k, c_(k+1))``.
+
+    ``counts`` are ``L(c) = #{x_i < c}`` over the sorted public grid
+    (:func:`grid_counts` with ``side="left"``) and ``L`` after the last point
+    is ``n``. A cell scores 0 when it holds the ``level``-quantile
+    (``L(c_k) <= t <= L(c_(k+1))``) and minus the number of rows between it
+    and the quantile otherwise. ``-|L(c) - t|`` is flat over every cell with no
+    data, so where the quantile sits on a repeated value (a binary feature),
+    the thousands of empty cells below the data or between two values tie
+    with the right answer; the cell score puts the value's own cell ahead of
+    them by the rows on either side (Smith 2011 scores intervals between data
+    points the same way). Replace-one with public ``n`` moves each ``L`` by at
+    most 1, and a maximum of functions that each move by at most 1 moves by at
+    most 1: sensitivity 1, as for ``-|L(c) - t|``.
+    """
+    counts = np.asarray(counts, dtype=float)
+    t = float(level) * int(n)
+    upper = np.append(counts[1:], float(n))
+    return -np.maximum(0.0, np.maximum(counts - t, t - upper))
+
+
 def range_quantile_level(n_samples, selection_epsilon, n_candidates=WIDE_SIGNED_GRID.size, failure=RANGE_FAILURE):
     """Public quantile level of ``bounds="auto"``: the range is ``[q, 1 - q]``-quantiles.
 
@@ -178,8 +201,10 @@ def private_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID, secure=Tru
     """Private ``q``- and ``(1 - q)``-quantiles of every column of ``X`` over the public ``grid``.
 
     Each column is sorted once; both selections reuse its counts
-    ``L(c) = #{x_ij < c}`` (:func:`quantile_scores`, sensitivity 1 under
-    replace-one with public ``n``), and each is the exponential mechanism
+    ``L(c) = #{x_ij < c}``, scored per grid cell (:func:`cell_scores`,
+    sensitivity 1 under replace-one with public ``n``, so that a binary or
+    few-valued column's bound lands at its value, not anywhere in the empty
+    cells around it), and each is the exponential mechanism
     ``argmax(u + Gumbel(2 / epsilon))``, ``epsilon``-bounded-range: ``2 d``
     selections, ``BoundedRangeEvent(epsilon, 2 d)``. Where the low pick is not
     below the high one, the pair is widened to the grid points just outside it
@@ -213,8 +238,8 @@ def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIG
     d = counts.shape[0]
     lo_idx, hi_idx = np.empty(d, dtype=np.intp), np.empty(d, dtype=np.intp)
     for j in range(d):
-        lo_idx[j] = select(rng, -np.abs(counts[j] - q * n), *plan)
-        hi_idx[j] = select(rng, -np.abs(counts[j] - (1.0 - q) * n), *plan)
+        lo_idx[j] = select(rng, cell_scores(counts[j], n, q), *plan)
+        hi_idx[j] = select(rng, cell_scores(counts[j], n, 1.0 - q), *plan)
     a, b = np.minimum(lo_idx, hi_idx), np.maximum(lo_idx, hi_idx)
     tied = a == b
     a = np.where(tied, np.maximum(a - 1, 0), a)
