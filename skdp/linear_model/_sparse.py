@@ -517,7 +517,8 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         label_bound, events = self.label_bound, []
         if self._auto_label():
             solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
-            label_bound, events = private_label_range(y, self._selection_epsilon(solver, y.shape[0]), rng, width=self._auto_label_width,
+            label_bound, events = private_label_range(y, self._selection_epsilon(solver, y.shape[0]), rng,
+                                                      width=self._auto_label_width,
                                                       secure=selection_secure_option(self.solver_options))
         if label_bound is not None:
             y_enc, centre, bound, n_lab, _ = bound_labels(y, label_bound, self.fit_intercept)
