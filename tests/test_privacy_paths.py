@@ -203,6 +203,24 @@ def test_seeded_scaler_and_model_share_noise_and_are_not_composed(tabular):
     assert math.isfinite(pipeline_privacy_spent(pipe).epsilon)
 
 
+@pytest.mark.parametrize("seeds", [(0, np.random.RandomState(0)),
+                                   (np.random.RandomState(0), np.random.RandomState(0))],
+                         ids=["int-and-RandomState", "two-RandomStates"])
+def test_set_pipeline_budget_refuses_seeds_that_draw_the_same_noise(tabular, seeds):
+    """Before: only equal ints (or one shared instance) were refused; 0 and RandomState(0) were accepted,
+    and the fitted steps then drew the same noise."""
+    X, y = tabular
+    bounds = (np.full(4, -2.0), np.full(4, 2.0))
+    pipe = make_pipeline(DPStandardScaler(bounds=bounds, random_state=seeds[0]),
+                         DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=seeds[1]))
+    assert noise_source(pipe[0]) == noise_source(pipe[1])
+    with pytest.raises(ValueError, match="same random_state"):
+        set_pipeline_budget(pipe, 1.0, 1e-5)
+    # a generator in another state is a different source
+    pipe.set_params(dplogisticregression__random_state=np.random.RandomState(1))
+    set_pipeline_budget(pipe, 1.0, 1e-5)
+
+
 def test_plain_search_cost_with_a_fixed_seed_or_a_leaky_step_is_inf(tabular):
     X, y = tabular
     grid = {"alpha": [0.01, 0.1]}
