@@ -37,8 +37,12 @@ from typing import NamedTuple
 import numpy as np
 import sklearn
 from scipy import sparse, special
+from sklearn.base import is_classifier
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import (_check_y, _num_features, _num_samples, check_consistent_length, check_is_fitted,
+                                      validate_data)
 
 from . import diagnostics
 from ._random import noise_source
@@ -50,7 +54,7 @@ from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_th
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+__all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
            "class_selection_budget", "class_selection_events", "basic_split", "plan_after", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
@@ -60,13 +64,66 @@ __all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_i
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(sklearn.__file__)))
 
 
-def charge(estimator, X, privacy_ledger, **plan_kwargs):
+#: ``charge(..., y=_NO_TARGETS)``: the caller validates ``y`` itself (a scaler, a distributed fit)
+_NO_TARGETS = object()
+
+
+def check_targets(estimator, X, y):
+    """Input checks of a supervised fit that need no budget, run by :func:`charge` before it charges.
+
+    ``X`` must have at least one row and one feature (only its shape is
+    read); ``y`` is checked as ``validate_data`` would (not ``None``, 1-D
+    unless the estimator's tags allow several targets, finite, numeric for a
+    regressor; sklearn's ``_check_y``), its length against ``X``'s, and for a
+    classifier its labels (:func:`~sklearn.utils.multiclass.check_classification_targets`,
+    and every label in the public ``classes``). So a fit on bad input raises
+    ``ValueError`` naming ``X``, ``y`` or ``classes`` before the ledger is
+    charged. Nothing is returned and the caller's arrays are not modified.
+    """
+    name = type(estimator).__name__
+    try:
+        shape = (_num_samples(X), _num_features(X))
+    except TypeError:  # not a 2-D array-like: validate_data raises the proper error after the charge
+        shape = None
+    if shape is not None and min(shape) < 1:
+        what = "sample(s)" if shape[0] < 1 else "feature(s)"
+        raise ValueError(f"X: found array with 0 {what} (shape={shape}) while a minimum of 1 is required by "
+                         f"{name}.")
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    classifier = is_classifier(estimator)
+    with warnings.catch_warnings():  # a column vector is warned once, by the fit's own validate_data
+        warnings.simplefilter("ignore", DataConversionWarning)
+        y = _check_y(y, multi_output=get_tags(estimator).target_tags.multi_output, y_numeric=not classifier,
+                     estimator=estimator)
+    if shape is not None:
+        check_consistent_length(X, y)
+    if classifier:
+        check_classification_targets(y)
+        classes = check_class_set(estimator)
+        if classes is not None:
+            refuse_unknown_labels(np.unique(y), classes)
+
+
+def refuse_unknown_labels(labels, classes):
+    """``ValueError`` if some of the distinct ``labels`` of ``y`` are not in the public ``classes``."""
+    unknown = np.setdiff1d(labels, classes)
+    if unknown.size:
+        raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+
+
+def charge(estimator, X, privacy_ledger, y=_NO_TARGETS, **plan_kwargs):
     """Charge ``estimator``'s planned fit on ``X`` to the explicit or active ledger.
 
-    Runs before any row is read: only the shape of ``X`` (public: n and d) is
-    used. Warns (:class:`~skdp.exceptions.WeakDeltaWarning`) when ``delta >= 1/n``.
-    Returns the planned events, or ``None`` when there is no ledger.
+    Runs before the data is used by any mechanism: only the shape of ``X``
+    (public: n and d) is used for the plan. With ``y`` (the fit's labels),
+    :func:`check_targets` first refuses bad input (``ValueError``) before
+    anything is charged. Warns (:class:`~skdp.exceptions.WeakDeltaWarning`)
+    when ``delta >= 1/n``. Returns the planned events, or ``None`` when there
+    is no ledger.
     """
+    if y is not _NO_TARGETS:
+        check_targets(estimator, X, y)
     try:
         n = _num_samples(X)
     except TypeError:  # not array-like: validate_data raises the proper error right after
@@ -405,8 +462,8 @@ def plan_after(plan, pre_events, epsilon, delta):
 def check_class_set(estimator, binary=False, why=""):
     """The public class set ``estimator.classes`` as a sorted array, or ``None`` if it is not given.
 
-    Called before any data is read. Raises ``ValueError`` for repeated labels,
-    fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
+    Called before any data is read. Raises ``ValueError`` for a ``classes``
+    that is not 1-D (e.g. ``[[0, 1]]``), repeated labels, fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
     the binary message (e.g. the proof that does not cover more classes).
     ``classes="auto"`` (returns ``None``) needs ``delta > 0``: a label carried
     by a single row cannot be released under pure epsilon-DP.
@@ -430,7 +487,13 @@ def check_class_set(estimator, binary=False, why=""):
             )
         gaussian_label_set_threshold(*class_selection_budget(estimator))  # validates the selection's budget
         return None
-    given = np.asarray(estimator.classes)
+    try:
+        given = np.asarray(estimator.classes)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"classes must be a 1-D array of labels, got {estimator.classes!r}.") from exc
+    if given.ndim != 1:
+        raise ValueError(f"classes must be a 1-D array of labels, got {estimator.classes!r} "
+                         f"(shape {given.shape}).")
     classes = np.unique(given)
     if classes.size < 2:
         raise ValueError(f"classes must hold at least 2 labels, got {estimator.classes!r}.")
@@ -536,9 +599,7 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
                              f"got {classes.size} classes.")
         warn_derived("classes", classes.tolist())
     else:
-        unknown = np.setdiff1d(labels, classes)
-        if unknown.size:
-            raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+        refuse_unknown_labels(labels, classes)
     estimator.classes_ = classes
     return ClassSelection(classes, derived, active, events)
 

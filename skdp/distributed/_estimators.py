@@ -434,7 +434,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
             charge(self, X, privacy_ledger, parties=np.repeat(np.arange(len(X.chunks[0])), X.chunks[0]))
             return self._fit_dask(X, y, sample_weight)
-        charge(self, X, privacy_ledger, parties=parties)
+        charge(self, X, privacy_ledger, y=y, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
         # sample_weight and parties are refused before the label-set selection spends budget
         weights = sample_weights(self, sample_weight, X)
