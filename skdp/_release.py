@@ -37,8 +37,12 @@ from typing import NamedTuple
 import numpy as np
 import sklearn
 from scipy import sparse, special
+from sklearn.base import is_classifier
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_features, _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import (_check_y, _num_features, _num_samples, check_consistent_length, check_is_fitted,
+                                      validate_data)
 
 from . import diagnostics
 from ._random import noise_source
@@ -50,8 +54,8 @@ from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_th
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
-           "class_selection_budget", "class_selection_events", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
+__all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
+           "class_selection_budget", "class_selection_events", "basic_split", "plan_after", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
            "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
            "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
 
@@ -60,13 +64,66 @@ __all__ = ["charge", "check_charged", "refused_after_selection", "release", "n_i
 _LIBRARY_DIRS = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(sklearn.__file__)))
 
 
-def charge(estimator, X, privacy_ledger, **plan_kwargs):
+#: ``charge(..., y=_NO_TARGETS)``: the caller validates ``y`` itself (a scaler, a distributed fit)
+_NO_TARGETS = object()
+
+
+def check_targets(estimator, X, y):
+    """Input checks of a supervised fit that need no budget, run by :func:`charge` before it charges.
+
+    ``X`` must have at least one row and one feature (only its shape is
+    read); ``y`` is checked as ``validate_data`` would (not ``None``, 1-D
+    unless the estimator's tags allow several targets, finite, numeric for a
+    regressor; sklearn's ``_check_y``), its length against ``X``'s, and for a
+    classifier its labels (:func:`~sklearn.utils.multiclass.check_classification_targets`,
+    and every label in the public ``classes``). So a fit on bad input raises
+    ``ValueError`` naming ``X``, ``y`` or ``classes`` before the ledger is
+    charged. Nothing is returned and the caller's arrays are not modified.
+    """
+    name = type(estimator).__name__
+    try:
+        shape = (_num_samples(X), _num_features(X))
+    except TypeError:  # not a 2-D array-like: validate_data raises the proper error after the charge
+        shape = None
+    if shape is not None and min(shape) < 1:
+        what = "sample(s)" if shape[0] < 1 else "feature(s)"
+        raise ValueError(f"X: found array with 0 {what} (shape={shape}) while a minimum of 1 is required by "
+                         f"{name}.")
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
+    classifier = is_classifier(estimator)
+    with warnings.catch_warnings():  # a column vector is warned once, by the fit's own validate_data
+        warnings.simplefilter("ignore", DataConversionWarning)
+        y = _check_y(y, multi_output=get_tags(estimator).target_tags.multi_output, y_numeric=not classifier,
+                     estimator=estimator)
+    if shape is not None:
+        check_consistent_length(X, y)
+    if classifier:
+        check_classification_targets(y)
+        classes = check_class_set(estimator)
+        if classes is not None:
+            refuse_unknown_labels(np.unique(y), classes)
+
+
+def refuse_unknown_labels(labels, classes):
+    """``ValueError`` if some of the distinct ``labels`` of ``y`` are not in the public ``classes``."""
+    unknown = np.setdiff1d(labels, classes)
+    if unknown.size:
+        raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+
+
+def charge(estimator, X, privacy_ledger, y=_NO_TARGETS, **plan_kwargs):
     """Charge ``estimator``'s planned fit on ``X`` to the explicit or active ledger.
 
-    Runs before any row is read: only the shape of ``X`` (public: n and d) is
-    used. Warns (:class:`~skdp.exceptions.WeakDeltaWarning`) when ``delta >= 1/n``.
-    Returns the planned events, or ``None`` when there is no ledger.
+    Runs before the data is used by any mechanism: only the shape of ``X``
+    (public: n and d) is used for the plan. With ``y`` (the fit's labels),
+    :func:`check_targets` first refuses bad input (``ValueError``) before
+    anything is charged. Warns (:class:`~skdp.exceptions.WeakDeltaWarning`)
+    when ``delta >= 1/n``. Returns the planned events, or ``None`` when there
+    is no ledger.
     """
+    if y is not _NO_TARGETS:
+        check_targets(estimator, X, y)
     try:
         n = _num_samples(X)
     except TypeError:  # not array-like: validate_data raises the proper error right after
@@ -315,8 +372,8 @@ def basic_split(pre_events, epsilon, delta):
     approximate-DP) subtract it and their ``delta``; the others (the
     Gaussian label-set selection) are priced together by the accountant at
     half of the ``delta`` left, which they then take. A feasible starting
-    point only: :func:`skdp.linear_model._base.solver_budget` then raises the
-    solver's share on the accountant's price of the whole plan.
+    point only: :func:`plan_after` then raises the solver's share on the
+    accountant's price of the whole plan.
     """
     own = [ev for ev in pre_events if hasattr(ev, "epsilon")]
     other = [ev for ev in pre_events if not hasattr(ev, "epsilon")]
@@ -330,11 +387,83 @@ def basic_split(pre_events, epsilon, delta):
     return eps, delta
 
 
+def plan_after(plan, pre_events, epsilon, delta):
+    """The budget of a release planned by ``plan`` so that it and ``pre_events`` together cost ``(epsilon, delta)``.
+
+    ``plan(budget) -> list of events`` is a function of public quantities
+    only (a solver's plan, a secure aggregation's calibration). Without
+    pre-events the answer is ``(epsilon, delta)``. Otherwise the
+    basic-composition split (:func:`basic_split`) is feasible but leaves
+    budget unspent (the accountant composes Gaussian and bounded-range events
+    more tightly than by adding epsilons), so the release's epsilon is raised
+    on the accountant's price of the whole plan at ``delta``: a bracketed
+    false-position search (Illinois) that keeps a feasible end and returns
+    it, so the total never exceeds ``epsilon``. With ``delta = 0`` the basic
+    split is returned.
+
+    Returns
+    -------
+    PrivacyBudget
+        The budget to calibrate the release to.
+    """
+    if not pre_events:
+        return PrivacyBudget(epsilon, delta)
+    lo, solver_delta = basic_split(pre_events, epsilon, delta)
+    pre_delta = delta - solver_delta
+    if not lo > 0:
+        raise ValueError(f"The private selections before the solver (bounds, label set) use all of "
+                         f"epsilon={epsilon!r}; give them publicly or lower bound_budget_fraction.")
+    basic = PrivacyBudget(lo, delta - pre_delta)
+    if delta == 0:
+        return basic
+
+    def excess(eps):
+        budget = PrivacyBudget(eps, delta - pre_delta)
+        return price(list(pre_events) + list(plan(budget)), delta).budget.epsilon - epsilon, budget
+
+    f_lo, best = excess(lo)
+    hi, f_hi = epsilon, None
+    if f_lo > 0:
+        # the accountant can price the union above the parts' sum (e.g. many bounded-range
+        # events priced by RDP): search below the basic split so the total never exceeds epsilon
+        lo, hi, f_hi, best = 0.0, lo, f_lo, None
+        # an anchor for the interpolation only (the solver's share tends to 0, where the excess is
+        # price(pre) - epsilon < 0): feasibility is always decided by an evaluated price
+        f_lo = -epsilon
+    else:
+        f_hi, _ = excess(hi)
+        if f_hi <= 0:  # the solver can take all of epsilon (pre-events free at this delta)
+            return excess(hi)[1]
+    side, best_excess = 0, (f_lo if best is not None else -math.inf)
+    for _ in range(60):
+        # false position, with the Illinois halving of the end that keeps being retained
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        f_x, budget = excess(x)
+        if f_x <= 0:
+            lo, f_lo, best, best_excess = x, f_x, budget, f_x
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+        else:
+            hi, f_hi = x, f_x
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        if hi - lo <= 1e-11 * epsilon or best_excess >= -1e-10 * epsilon:
+            break
+    if best is None:
+        raise ValueError(f"The private selections before the solver (bounds, label set) leave it no budget at "
+                         f"epsilon={epsilon!r}; give them publicly or lower bound_budget_fraction.")
+    return best
+
+
 def check_class_set(estimator, binary=False, why=""):
     """The public class set ``estimator.classes`` as a sorted array, or ``None`` if it is not given.
 
-    Called before any data is read. Raises ``ValueError`` for repeated labels,
-    fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
+    Called before any data is read. Raises ``ValueError`` for a ``classes``
+    that is not 1-D (e.g. ``[[0, 1]]``), repeated labels, fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
     the binary message (e.g. the proof that does not cover more classes).
     ``classes="auto"`` (returns ``None``) needs ``delta > 0``: a label carried
     by a single row cannot be released under pure epsilon-DP.
@@ -358,7 +487,13 @@ def check_class_set(estimator, binary=False, why=""):
             )
         gaussian_label_set_threshold(*class_selection_budget(estimator))  # validates the selection's budget
         return None
-    given = np.asarray(estimator.classes)
+    try:
+        given = np.asarray(estimator.classes)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"classes must be a 1-D array of labels, got {estimator.classes!r}.") from exc
+    if given.ndim != 1:
+        raise ValueError(f"classes must be a 1-D array of labels, got {estimator.classes!r} "
+                         f"(shape {given.shape}).")
     classes = np.unique(given)
     if classes.size < 2:
         raise ValueError(f"classes must hold at least 2 labels, got {estimator.classes!r}.")
@@ -464,9 +599,7 @@ def classes_from_counts(estimator, labels, counts, n_samples, rng=None, binary=F
                              f"got {classes.size} classes.")
         warn_derived("classes", classes.tolist())
     else:
-        unknown = np.setdiff1d(labels, classes)
-        if unknown.size:
-            raise ValueError(f"y contains labels not in classes: {unknown.tolist()!r}.")
+        refuse_unknown_labels(labels, classes)
     estimator.classes_ = classes
     return ClassSelection(classes, derived, active, events)
 

@@ -39,7 +39,11 @@ CLASS_WEIGHT_CONSTRAINTS = {"class_weight": [dict, StrOptions({"balanced"}), Non
 
 
 def check_weight_params(estimator):
-    """Checks of ``max_sample_weight`` and ``class_weight`` the constraint table cannot express (before any data)."""
+    """Checks of ``max_sample_weight`` and ``class_weight`` the constraint table cannot express (before any data).
+
+    A dict ``class_weight`` must map labels to finite non-negative weights and, with a public
+    ``classes``, only labels of that set (``ValueError`` naming ``class_weight``).
+    """
     W = getattr(estimator, "max_sample_weight", 1.0)
     if not math.isfinite(W):
         raise ValueError(f"max_sample_weight must be finite, got {W!r}.")
@@ -53,6 +57,13 @@ def check_weight_params(estimator):
         values = np.asarray(list(cw.values()), dtype=float) if cw else np.ones(1)
         if values.ndim != 1 or not np.all(np.isfinite(values)) or np.any(values < 0):
             raise ValueError(f"class_weight must map labels to finite non-negative weights, got {cw!r}.")
+        classes = getattr(estimator, "classes", None)
+        if classes is not None and not isinstance(classes, str):
+            public = set(np.asarray(classes).ravel().tolist())
+            unknown = [key for key in cw if key not in public]
+            if unknown:
+                raise ValueError(f"class_weight has labels that are not classes: {unknown!r} "
+                                 f"(classes: {sorted(public)!r}).")
 
 
 def _class_weight_max(class_weight):

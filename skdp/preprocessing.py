@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._random import shared_sources
+from ._random import noise_source, shared_sources
 from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
 from .exceptions import PrivacyLeakWarning
 from . import _dask, diagnostics
@@ -894,7 +894,10 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     is not differentially private and would learn from the private rows (see
     :func:`pipeline_privacy_spent`; wrap a step fitted on public data in
     :class:`sklearn.frozen.FrozenEstimator`), or when two DP steps are given
-    the same seed (they would draw the same noise).
+    the same seed: equal ``random_state`` digests (``noise_source_``), so an
+    ``int`` and a ``RandomState`` seeded with it, or two ``RandomState``
+    instances in the same state, are refused too (they would draw the same
+    noise).
     """
     steps = dp_steps(pipeline)
     if not steps:
@@ -902,14 +905,15 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     leaks = leaky_steps(pipeline)
     if leaks:
         raise ValueError(f"set_pipeline_budget refuses this pipeline: {leak_message(leaks)}")
-    seeded = [s.random_state for s in steps if isinstance(s.random_state, (int, np.integer))]
-    instances = [id(s.random_state) for s in steps
-                 if s.random_state is not None and not isinstance(s.random_state, (int, np.integer))]
-    if len(set(seeded)) < len(seeded) or len(set(instances)) < len(instances):
+    # the digest of the generator each step's fit would start from: an int and a RandomState seeded with
+    # it, or two RandomState instances in the same state, draw the same noise
+    shared = shared_sources(noise_source(s) for s in steps)
+    if shared:
+        names = [type(s).__name__ for s in steps if noise_source(s) in shared]
         raise ValueError(
-            "set_pipeline_budget refuses this pipeline: two DP steps are given the same random_state, so "
-            "their noise would be the same draws. Use random_state=None (fresh OS entropy per fit) or a "
-            "different secret seed per step."
+            f"set_pipeline_budget refuses this pipeline: the DP steps {names} are given the same random_state "
+            "(equal seeds, or generators in the same state), so their noise would be the same draws. Use "
+            "random_state=None (fresh OS entropy per fit) or a different secret seed per step."
         )
     w = np.ones(len(steps)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(steps),) or np.any(w <= 0):

@@ -126,6 +126,22 @@ def test_output_pert_scale_card_table_6_1():
     assert price(events, 0.0).budget.epsilon == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("solver", ["mpc_grad_pert", "mpc_output_pert"])
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
+def test_classes_auto_spends_the_whole_budget_and_never_more(solver, epsilon):
+    """Before: the solver got the basic-composition split after the label-set selection, so a fit at
+    epsilon=1 spent 0.72 (more noise than the budget asked for). Now the accountant prices selection and
+    solver together at epsilon, as the dense models' planner does, for two classes and for one-vs-rest."""
+    est = MultiPartyDPLogisticRegression(epsilon, 1e-5, solver=solver, classes="auto")
+    for n_classes in (2, 3):
+        events = est._calibration(np.full(4, 250), d=3, n_classes=n_classes)[2]
+        spent = price(events, 1e-5).budget.epsilon
+        assert epsilon * (1 - 1e-3) <= spent <= epsilon * (1 + 1e-12), (n_classes, spent)
+    X, y = _data(1000)
+    fitted = MultiPartyDPLogisticRegression(epsilon, 1e-5, solver=solver, classes="auto").fit(X, y)
+    assert epsilon * (1 - 1e-3) <= fitted.privacy_spent_.epsilon <= epsilon * (1 + 1e-12)
+
+
 def test_bad_settings_refused():
     X, y = np.random.RandomState(0).uniform(-1, 1, (40, 2)), np.arange(40) % 2
     with pytest.raises(ValueError, match="delta > 0"):

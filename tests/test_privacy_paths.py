@@ -14,7 +14,7 @@ import pytest
 from sklearn.base import clone, is_regressor
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skdp import (
@@ -33,6 +33,7 @@ from skdp import (
 )
 from skdp.model_selection import DPGridSearchCV, search_privacy_cost
 from skdp.model_selection import _search as search_module
+from skdp._random import noise_source
 
 D = 60
 
@@ -202,6 +203,24 @@ def test_seeded_scaler_and_model_share_noise_and_are_not_composed(tabular):
     assert math.isfinite(pipeline_privacy_spent(pipe).epsilon)
 
 
+@pytest.mark.parametrize("seeds", [(0, np.random.RandomState(0)),
+                                   (np.random.RandomState(0), np.random.RandomState(0))],
+                         ids=["int-and-RandomState", "two-RandomStates"])
+def test_set_pipeline_budget_refuses_seeds_that_draw_the_same_noise(tabular, seeds):
+    """Before: only equal ints (or one shared instance) were refused; 0 and RandomState(0) were accepted,
+    and the fitted steps then drew the same noise."""
+    X, y = tabular
+    bounds = (np.full(4, -2.0), np.full(4, 2.0))
+    pipe = make_pipeline(DPStandardScaler(bounds=bounds, random_state=seeds[0]),
+                         DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=seeds[1]))
+    assert noise_source(pipe[0]) == noise_source(pipe[1])
+    with pytest.raises(ValueError, match="same random_state"):
+        set_pipeline_budget(pipe, 1.0, 1e-5)
+    # a generator in another state is a different source
+    pipe.set_params(dplogisticregression__random_state=np.random.RandomState(1))
+    set_pipeline_budget(pipe, 1.0, 1e-5)
+
+
 def test_plain_search_cost_with_a_fixed_seed_or_a_leaky_step_is_inf(tabular):
     X, y = tabular
     grid = {"alpha": [0.01, 0.1]}
@@ -266,6 +285,71 @@ def test_dp_grid_search_candidates_draw_independent_noise(null_design, monkeypat
     with pytest.raises(BudgetExceededError, match="same noise"):
         DPGridSearchCV(_null_model(), {"alpha": [1e-4]}, epsilon=1.0, random_state=5).fit(X, y,
                                                                                           privacy_ledger=ledger)
+
+
+def test_dp_grid_search_refuses_a_cached_pipeline_whose_clones_lose_the_seeds(tabular, tmp_path, monkeypatch):
+    """Before: Pipeline(memory=...) fitted clones of its steps, which dropped the child seeds; two
+    candidates' scalers with random_state=0 drew the same noise while privacy_spent_ composed them."""
+    X, y = tabular
+    fits = []
+    real = search_module._fit_one
+    monkeypatch.setattr(search_module, "_fit_one", lambda e, X, y: fits.append(e) or real(e, X, y))
+    bounds = (np.full(4, -3.0), np.full(4, 3.0))
+    steps = [("sc", DPStandardScaler(bounds=bounds, random_state=0)),
+             ("m", DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=0))]
+    ledger = PrivacyLedger(10.0, 1e-4)
+    for pipe, grid in [(Pipeline(steps, memory=str(tmp_path)), {"sc__clip_norm": [2.0, 3.0]}),
+                       (Pipeline([("inner", Pipeline(steps[:1], memory=str(tmp_path))), steps[1]]),
+                        {"inner__sc__clip_norm": [2.0, 3.0]}),
+                       (Pipeline(steps), {"memory": [str(tmp_path)]})]:
+        with pytest.raises(ValueError, match="memory"):
+            DPGridSearchCV(pipe, grid, epsilon=2.0).fit(X, y, privacy_ledger=ledger)
+    assert fits == [] and ledger.n_fits == 0
+    # without memory the candidates' scalers draw from the search's independent (seeded) children
+    search = DPGridSearchCV(Pipeline(steps), {"sc__clip_norm": [2.0, 3.0]}, epsilon=2.0, random_state=3).fit(X, y)
+    sources = {f[0].noise_source_ for f in fits}
+    assert len(sources) == 2 and noise_source(steps[0][1]) not in sources
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+
+
+class _SeedDroppingScaler(DPStandardScaler):
+    """A step that refits itself without the seed the search gave it (as a clone would)."""
+
+    def fit(self, X, y=None, **kw):
+        self.__dict__.pop("_skdp_child_seed", None)
+        return super().fit(X, y, **kw)
+
+
+def test_dp_grid_search_refuses_candidates_that_drew_the_same_noise(tabular):
+    X, y = tabular
+    pipe = make_pipeline(_SeedDroppingScaler(bounds=(np.full(4, -3.0), np.full(4, 3.0)), random_state=0),
+                         DPLogisticRegression(data_norm=3.0, classes=[0, 1]))
+    search = DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=2.0)
+    with pytest.raises(ValueError, match="same noise"):
+        search.fit(X, y)
+    assert not hasattr(search, "best_estimator_") and not hasattr(search, "privacy_spent_")
+    # the same step with fresh entropy never collides
+    DPGridSearchCV(pipe.set_params(_seeddroppingscaler__random_state=None),
+                   {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=2.0).fit(X, y)
+
+
+def test_dp_grid_search_refuses_a_regressor_without_label_bound_before_spending(monkeypatch):
+    """Before: every candidate was fitted and the ledger charged, then the selection raised."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (300, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0]
+    fits = []
+    real = search_module._fit_one
+    monkeypatch.setattr(search_module, "_fit_one", lambda e, X, y: fits.append(e) or real(e, X, y))
+    ledger = PrivacyLedger(10.0, 1e-4)
+    for est, grid in [(DPSparseLinearRegression(), {"n_nonzero_coefs": [1, 3]}),
+                      (DPSparseLinearRegression(label_bound=2.0), {"label_bound": [2.0, None]})]:
+        with pytest.raises(ValueError, match="label_bound"):
+            DPGridSearchCV(est, grid, epsilon=1.0).fit(X, y, privacy_ledger=ledger)
+    assert fits == [] and ledger.n_fits == 0
+    DPGridSearchCV(DPSparseLinearRegression(label_bound=2.0), {"n_nonzero_coefs": [1, 3]},
+                   epsilon=1.0).fit(X, y, privacy_ledger=ledger)
+    assert len(fits) == 2 and ledger.n_fits == 1
 
 
 # ----------------------------------------------------------------------------- 6. private fitted models

@@ -13,8 +13,8 @@ from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
 from .._random import fit_randomness
-from .._release import (basic_split, ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        n_iter_attribute, ovr_budget, ovr_targets, refused_after_selection, release)
+from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
+                        n_iter_attribute, ovr_budget, ovr_targets, plan_after, refused_after_selection, release)
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
                         sample_weights, weight_bound)
 from ..bounds import bound_features
@@ -208,7 +208,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         Used when ``fit`` gets no ``parties``: rows are split into this many contiguous blocks.
     classes : array-like of shape (n_classes,), "auto" or None, default="auto"
         Public class labels. ``"auto"`` selects them privately (as in :class:`skdp.DPLogisticRegression`;
-        needs ``delta > 0``, priced in ``privacy_spent_``; the fit is planned and charged as a binary fit,
+        needs ``delta > 0``; the protocol's noise is calibrated (:func:`skdp._release.plan_after`) so that
+        the accountant prices the selection and the fit together at exactly ``epsilon``, never more, as
+        the in-memory models do; the fit is planned and charged as a binary fit,
         which costs what the one-vs-rest fit of any number of selected labels costs; in this simulation
         the noisy label counts are computed centrally). ``None`` reads them from the data with a
         :class:`~skdp.PrivacyLeakWarning`.
@@ -334,9 +336,8 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         m, n_min, n = len(sizes), int(min(sizes)), int(sum(sizes))
         K = float(self.data_norm)
         W = weight_bound(self)  # a record of weight <= W: every per-record bound below is W times larger
-        # classes="auto": the label-set selection comes first; the solver gets what basic composition leaves
+        # classes="auto": the label-set selection comes first; the solver gets the rest of (epsilon, delta)
         selection = class_selection_events(self, n)
-        eps, delta = basic_split(selection, self.epsilon, self.delta)
         if self._solver() == "mpc_grad_pert":
             if self.delta == 0:
                 raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
@@ -360,7 +361,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 return [GaussianEvent(sens, calibrate_gaussian(sens**2, b.epsilon, b.delta))]
         # one-vs-rest: k fits (one per class) priced together like one binary fit (skdp._release.ovr_budget)
         fits = 1 if n_classes <= 2 else int(n_classes)
-        class_budget, events = ovr_budget(events_for, fits, PrivacyBudget(eps, delta), selection, self.delta)
+        # the binary release's budget, priced with the selection by the accountant at exactly (epsilon, delta)
+        budget = plan_after(events_for, selection, self.epsilon, self.delta)
+        class_budget, events = ovr_budget(events_for, fits, budget, selection, self.delta)
         one = events_for(class_budget)[0]
         return sens, (one.scale if isinstance(one, L2LaplaceEvent) else one.sigma), selection + events, T
 
@@ -431,7 +434,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
             charge(self, X, privacy_ledger, parties=np.repeat(np.arange(len(X.chunks[0])), X.chunks[0]))
             return self._fit_dask(X, y, sample_weight)
-        charge(self, X, privacy_ledger, parties=parties)
+        charge(self, X, privacy_ledger, y=y, parties=parties)
         X, y = validate_data(self, X, y, dtype=np.float64)
         # sample_weight and parties are refused before the label-set selection spends budget
         weights = sample_weights(self, sample_weight, X)

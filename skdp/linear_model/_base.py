@@ -9,12 +9,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._random import fit_randomness
-from .._release import (_caller_stacklevel, basic_split, class_selection_events, solve_and_release,
+from .._release import (_caller_stacklevel, class_selection_events, plan_after, solve_and_release,
                         zero_inactive_rows)
 from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent, PrivacyBudget, price
+from ..privacy import BoundedRangeEvent
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
@@ -72,68 +72,14 @@ def selection_epsilon(epsilon, fraction, k, n_samples):
 def solver_budget(solver, problem, pre_events, epsilon, delta):
     """The solver's target so that its events and ``pre_events`` together cost ``(epsilon, delta)``.
 
-    Without pre-events that is ``(epsilon, delta)``. Otherwise the
-    basic-composition split ``epsilon - sum(pre)`` is feasible but leaves
-    budget unspent (the accountant composes Gaussian and bounded-range
-    events more tightly than by adding epsilons), so the solver's epsilon
-    is raised on the accountant's price of the whole plan: a bracketed
-    false-position search (Illinois) that keeps a feasible end and returns
-    it, so the total never exceeds ``epsilon``. Planning reads only public
-    quantities, so the same budget is found when charging a ledger and
-    when fitting.
+    :func:`skdp._release.plan_after` on the solver's plan for the public view
+    of ``problem``: without pre-events ``(epsilon, delta)``, otherwise the
+    largest solver epsilon for which the accountant prices the whole plan at
+    no more than ``epsilon``. Planning reads only public quantities, so the
+    same budget is found when charging a ledger and when fitting.
     """
-    if not pre_events:
-        return PrivacyBudget(epsilon, delta)
-    lo, solver_delta = basic_split(pre_events, epsilon, delta)
-    pre_delta = delta - solver_delta
-    if not lo > 0:
-        raise ValueError(f"The private bound selections use all of epsilon={epsilon!r}; "
-                         "lower bound_budget_fraction or give the bounds.")
-    basic = PrivacyBudget(lo, delta - pre_delta)
-    if delta == 0:
-        return basic
     view = public_view(problem)
-
-    def excess(eps):
-        budget = PrivacyBudget(eps, delta - pre_delta)
-        return price(list(pre_events) + solver.plan(view, budget), delta).budget.epsilon - epsilon, budget
-
-    f_lo, best = excess(lo)
-    hi, f_hi = epsilon, None
-    if f_lo > 0:
-        # the accountant can price the union above the parts' sum (e.g. many bounded-range
-        # events priced by RDP): search below the basic split so the total never exceeds epsilon
-        lo, hi, f_hi, best = 0.0, lo, f_lo, None
-        # an anchor for the interpolation only (the solver's share tends to 0, where the excess is
-        # price(pre) - epsilon < 0): feasibility is always decided by an evaluated price
-        f_lo = -epsilon
-    else:
-        f_hi, _ = excess(hi)
-        if f_hi <= 0:  # the solver can take all of epsilon (pre-events free at this delta)
-            return excess(hi)[1]
-    side, best_excess = 0, (f_lo if best is not None else -math.inf)
-    for _ in range(60):
-        # false position, with the Illinois halving of the end that keeps being retained
-        x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
-        if not lo < x < hi:
-            x = 0.5 * (lo + hi)
-        f_x, budget = excess(x)
-        if f_x <= 0:
-            lo, f_lo, best, best_excess = x, f_x, budget, f_x
-            if side == -1:
-                f_hi *= 0.5
-            side = -1
-        else:
-            hi, f_hi = x, f_x
-            if side == 1:
-                f_lo *= 0.5
-            side = 1
-        if hi - lo <= 1e-11 * epsilon or best_excess >= -1e-10 * epsilon:
-            break
-    if best is None:
-        raise ValueError(f"The private bound selections leave no budget for the solver at epsilon={epsilon!r}; "
-                         "give the bounds or lower bound_budget_fraction.")
-    return best
+    return plan_after(lambda budget: solver.plan(view, budget), pre_events, epsilon, delta)
 
 
 class DPLinearModel(BaseEstimator):

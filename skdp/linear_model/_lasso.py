@@ -318,7 +318,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self : object
         """
         solver = self._check_params()
-        charge(self, X, privacy_ledger)
+        charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         rng = fit_randomness(self)

@@ -375,7 +375,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             self._resolve_solver("logistic" if classes.size == 2 else "multinomial")
         elif isinstance(self.classes, str):  # "auto": the label count is known after the selection
             self._resolve_solver("logistic")
-        charge(self, X, privacy_ledger)
+        charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )

@@ -483,7 +483,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             self._check_label_bound()
             self._check_multi_output(solver)
             self._check_ball(solver)
-            charge(self, X, privacy_ledger, n_targets=n_targets)
+            charge(self, X, privacy_ledger, y=y, n_targets=n_targets)
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                                  y_numeric=True, multi_output=n_targets is not None)
             return self._fit_targets(X, np.asarray(y, dtype=np.float64), sample_weight)

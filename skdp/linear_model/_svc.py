@@ -244,7 +244,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self._check_privacy_params()
         check_class_set(self)
         binary = super()._resolve_solver("hinge")
-        charge(self, X, privacy_ledger)
+        charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)

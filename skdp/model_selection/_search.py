@@ -21,7 +21,7 @@ from sklearn.utils.validation import (
 
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
-from .._random import assign_child_seed, child_source, generator, root_seed
+from .._random import assign_child_seed, child_source, generator, root_seed, shared_sources
 from .._utils import dp_steps, leak_message, leaky_steps
 from ..exceptions import PrivacyLeakWarning
 from ..privacy.accounting import gdp_epsilon, gdp_mu
@@ -205,7 +205,14 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidate draws its noise from an independent child
         (``numpy.random.SeedSequence.spawn``) of the search's
         ``random_state``, which never becomes a parameter of the fitted
-        candidates.
+        candidates. A Pipeline with ``memory`` set is refused (``ValueError``
+        naming ``memory``): it fits clones of its steps, which would not get
+        those seeds; and if two candidates' DP steps still drew the same noise
+        (equal ``noise_source_``) the fit raises ``ValueError`` and releases
+        nothing. A regressor needs a public ``label_bound`` (in the estimator
+        or in every candidate of ``param_grid``) for the private selection;
+        all of this is checked before any budget is charged or any candidate
+        is fitted, except the noise comparison, which needs the fits.
     param_grid : dict or list of dicts
         As in :class:`sklearn.model_selection.GridSearchCV`; must not contain
         ``epsilon``, ``delta`` or ``random_state``.
@@ -354,8 +361,8 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             fit_params = process_routing(self, "fit", **params).estimator.fit
         else:
             fit_params = params
-        self._check_estimator()
         cands = self._candidates()
+        self._check_estimator(cands)
         # shape checks only (the candidates validate the values): a clear error before any split
         check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
         if not is_classifier(self.estimator) and np.asarray(y).ndim != 1:
@@ -385,8 +392,14 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return MetadataRouter(owner=self).add(estimator=self.estimator,
                                               method_mapping=MethodMapping().add(caller="fit", callee="fit"))
 
-    def _check_estimator(self):
-        """A DP estimator, or a Pipeline whose steps are all DP, stateless or declared public."""
+    def _check_estimator(self, cands=({},)):
+        """A DP estimator, or a Pipeline whose steps are all DP, stateless or declared public.
+
+        Every candidate (``cands``: the parameter settings of the grid) is
+        checked too, before the ledger is charged or any candidate is fitted:
+        no Pipeline may cache its steps (``memory``), and a regressor needs a
+        public ``label_bound`` for the private selection.
+        """
         steps = dp_steps(self.estimator)
         if not steps:
             raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
@@ -398,6 +411,21 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         leaks = leaky_steps(self.estimator)
         if leaks:
             raise ValueError(f"DPGridSearchCV refuses this estimator: {leak_message(leaks)}")
+        for params in cands:
+            candidate = clone(self.estimator).set_params(**params)
+            cached = _cached_pipelines(candidate)
+            if cached:
+                # Pipeline._fit clones a step before fitting it when memory is set, which drops the
+                # child seed the search assigns: the step would fall back to its own random_state
+                raise ValueError(
+                    f"DPGridSearchCV refuses a Pipeline with memory set ({cached}): a cached Pipeline "
+                    "fits clones of its steps, which lose the independent noise seed the search gives "
+                    "each candidate (candidates with a fixed random_state would draw the same noise), "
+                    "and its cache stores fitted steps. Use memory=None.")
+            if not is_classifier(candidate) and getattr(_dp_step(candidate), "label_bound", None) is None:
+                raise ValueError("A regressor in DPGridSearchCV needs a public label_bound to score privately "
+                                 "(the selection clips predictions and labels to it); label_bound=None reads "
+                                 "it from the data. Pass label_bound.")
 
     def _fit(self, X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params=None):
         X, y = indexable(X, y)
@@ -415,6 +443,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, (s, child_source(source, i + 1)))
                 for i, (p, s) in enumerate(zip(cands, seeds[1:]))]
         fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt, **train_params) for e in ests)
+        _refuse_shared_noise(fitted)
 
         # Private selection on the validation part only.
         if is_classifier(self.estimator):
@@ -485,6 +514,35 @@ def _take(A, idx):
 def _dp_step(est):
     """The final DP step (the model) of a candidate."""
     return dp_steps(est)[-1]
+
+
+def _cached_pipelines(est, prefix=""):
+    """Names of ``est`` and its nested Pipelines whose ``memory`` is set (``"pipeline"`` for ``est``)."""
+    if not hasattr(est, "steps"):
+        return []
+    found = [prefix.rstrip("_") or "pipeline"] if getattr(est, "memory", None) is not None else []
+    for name, step in est.steps:
+        found += _cached_pipelines(step, f"{prefix}{name}__")
+    return found
+
+
+def _refuse_shared_noise(fitted):
+    """``ValueError`` if two DP steps of the fitted candidates drew the same noise (nothing is released).
+
+    Every DP step of every candidate draws from its own child seed; a step
+    whose fit did not use it (a wrapper that refits a clone) falls back to its
+    own ``random_state``, and two seeded fits would then share noise: their
+    releases are not independent and the search's price would not hold.
+    """
+    steps = [s for e in fitted for s in dp_steps(e)]
+    shared = shared_sources(getattr(s, "noise_source_", None) for s in steps)
+    if shared:
+        names = sorted({type(s).__name__ for s in steps if getattr(s, "noise_source_", None) in shared})
+        raise ValueError(
+            f"DPGridSearchCV refuses to release a candidate: the DP steps {names} of different candidates drew "
+            "the same noise (equal noise_source_, from their own fixed random_state instead of the search's "
+            "independent seeds), so they are not independent releases. Leave random_state=None on the "
+            "steps. Nothing was released.")
 
 
 def _events_of(est):
