@@ -444,7 +444,6 @@ def _late_error_cases():
     y = (X[:, 0] > 0).astype(int)
     yr = X @ [1.0, 2.0, 3.0, 4.0]
     y2 = np.where(np.arange(300) == 0, 2, y)
-    pending = pytest.mark.xfail(strict=True, reason="skdp/linear_model/_sparse.py does not pass y to charge() yet")
     return [
         pytest.param(lambda: DPLogisticRegression(classes=[0, 1]), X, y2, "classes", id="logistic-label-not-in-classes"),
         pytest.param(lambda: DPLinearSVC(classes=[0, 1]), X, y2, "classes", id="svc-label-not-in-classes"),
@@ -459,9 +458,9 @@ def _late_error_cases():
         pytest.param(lambda: DPLogisticRegression(classes=[0, 1], class_weight={5: 2.0}), X, y, "class_weight",
                      id="class-weight-unknown-label"),
         pytest.param(lambda: DPSparseLogisticRegression(classes=[0, 1]), X, y2, "classes",
-                     id="sparse-logistic-label-not-in-classes", marks=pending),
+                     id="sparse-logistic-label-not-in-classes"),
         pytest.param(lambda: DPSparseLinearRegression(label_bound=5.0), X, np.c_[yr, yr], "1d array",
-                     id="sparse-linear-2d-y", marks=pending),
+                     id="sparse-linear-2d-y"),
     ]
 
 

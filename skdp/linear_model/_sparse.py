@@ -509,7 +509,7 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         self : object
         """
         self._check_params()
-        charge(self, X, privacy_ledger)
+        charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         weights = row_weights(self, sample_weight, X)
@@ -702,7 +702,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         self : object
         """
         self._check_params()
-        charge(self, X, privacy_ledger)
+        charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
