@@ -53,11 +53,16 @@ __all__ = [
     "check_label_bound",
     "target_label_bounds",
     "raw_row_bound",
+    "ENTRY_CAP",
 ]
 
 
 #: rows per block of the blockwise passes over a dense design
 BLOCK_ROWS = 4096
+
+#: :func:`bound_features` winsorises every entry to ``[-ENTRY_CAP, ENTRY_CAP]`` (public, fixed): squares and
+#: products of such entries stay finite in float64, so a row near the float64 maximum is clipped like any other
+ENTRY_CAP = 1e150
 
 
 def row_norms(X):
@@ -412,6 +417,16 @@ def bound_features(X, data_norm, fit_intercept, intercept_scaling, default_fract
         feature_clip = None
     if norms is None:
         norms = row_norms(X) if feature_clip is None else clipped_row_norms(X, feature_clip)
+    if np.any(norms > ENTRY_CAP):
+        # every entry is first winsorised to +-ENTRY_CAP (a fixed map of each row, the same for every
+        # dataset): a row of huge entries (up to the float64 maximum, which validation accepts) then has
+        # a finite norm and clipping factor, and no product overflows to inf or nan. Without such a row
+        # the map changes nothing (every entry is at most its row's norm), so it is skipped.
+        feature_clip = ENTRY_CAP if feature_clip is None else min(float(feature_clip), ENTRY_CAP)
+        if not (lazy and not sp.issparse(X)):
+            X = clip_features(X, feature_clip, count=False)[0]
+            feature_clip = None
+        norms = clipped_row_norms(X, feature_clip) if feature_clip is not None else row_norms(X)
     derived = data_norm is None
     if derived:
         max_norm = float(np.max(norms, initial=0.0)) or 1.0

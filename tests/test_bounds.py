@@ -8,6 +8,7 @@ modified.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import scipy.sparse as sp
 
 from skdp import DPLogisticRegression, PrivacyLeakWarning, fit_diagnostics
 from skdp.bounds import (
+    ENTRY_CAP,
     append_intercept_column,
     bound_features,
     bound_labels,
@@ -223,3 +225,42 @@ def test_clipped_design_of_csr_input_is_the_clipped_copy():
     assert sp.issparse(design) and n_rows == 1
     np.testing.assert_array_equal(design.toarray(), [[0.0, 1.0, 2.0], [-0.5, 0.0, 2.0], [0.0, 0.0, 2.0]])
     assert X[0, 1] == 3.0
+
+
+def _float_max_rows():
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 4)
+    y = X @ [1.0, 2.0, 3.0, 4.0] + 0.1 * rng.randn(300)
+    X_max = X.copy()
+    X_max[0] = np.finfo(np.float64).max  # validation accepts it: finite
+    X_max[1, 2] = -1e200
+    X_cap = np.clip(X_max, -ENTRY_CAP, ENTRY_CAP)
+    return X_max, X_cap, y
+
+
+@pytest.mark.parametrize("solver", ["adassp", "dp_gd", "output_pert", "noisy_sgd", "dp_accmd", "dp_svrg",
+                                    "noisy_sfw", "phased_sgd"])
+def test_a_row_at_the_float_maximum_is_clipped_like_any_other(solver):
+    """Before: one row at the float64 maximum overflowed the products (noisy_sgd, dp_accmd: nan coefficients
+    on D', finite on D: neighbours told apart). Every entry is winsorised to +-ENTRY_CAP first, a fixed
+    map of each row, so the fit is the one on the capped rows, and finite."""
+    from skdp import DPRidge
+
+    X_max, X_cap, y = _float_max_rows()
+    fits = []
+    for X in (X_max, X_cap, sp.csr_matrix(X_max)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(DPRidge(epsilon=1.0, solver=solver, data_norm=3.0, label_bound=30.0,
+                                random_state=0).fit(X, y))
+    assert np.all(np.isfinite(fits[0].coef_)) and np.isfinite(fits[0].intercept_)
+    np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fits[2].coef_, fits[1].coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_a_row_at_the_float_maximum_default_logistic():
+    X_max, X_cap, y = _float_max_rows()
+    yc = (y > 0).astype(int)
+    a, b = (DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, yc) for X in (X_max, X_cap))
+    assert np.all(np.isfinite(a.coef_))
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
