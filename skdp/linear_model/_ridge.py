@@ -75,7 +75,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         ``list_solvers(DPRidge)`` describes each. ``"auto"`` uses ``"adassp"``
         (sufficient-statistics perturbation, Wang 2018) when
         ``n_samples * epsilon >= 100 * p`` (``p`` features plus the intercept
-        column), ``"dp_gd"`` below that, and ``"output_pert"`` when
+        column; ``400 * p`` when ``p <= 12``), ``"dp_gd"`` below that, and ``"output_pert"`` when
         ``delta=0``: the cross-over measured in ``benchmarks/bench_defaults.py``.
         The gradient solvers (``dp_gd``, ``dp_svrg``, ``output_pert``) clip each
         per-example gradient to ``data_norm * B`` (``B`` the centred label bound),
@@ -387,21 +387,40 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             )
 
     def _auto_solver(self, loss_name, shape=None):
-        """``adassp`` once ``n * epsilon >= 100 p`` (``p`` features with the intercept column), else ``dp_gd``.
+        """``adassp`` once ``n * epsilon >= m p`` (``p`` features with the intercept column), else ``dp_gd``.
 
+        ``m = 100``, or ``m = 400`` for ``p <= 12`` (:meth:`_adassp_threshold`).
         Sufficient-statistics perturbation pays for a ``p x p`` noise matrix once;
-        gradient descent pays per step but only in ``p`` directions. On the
-        benchmarks the cross-over is near ``n * epsilon = 100 p`` (diabetes,
-        ``n = 309``, ``p = 11``: ``dp_gd`` R^2 0.30 vs ``adassp`` 0.15 at epsilon = 1,
-        0.39 vs 0.40 at epsilon = 5; the synthetic design, ``n = 70,000``,
-        ``p = 51``: 0.21 vs 0.88 at epsilon = 1). Public quantities only; without a
-        shape (validation before the data is seen) ``adassp``.
+        gradient descent pays per step but only in ``p`` directions, and its
+        capped schedule (40 steps of ``1 / K^2``) converges more slowly the more
+        directions the data spreads over. So the cross-over falls with ``p``
+        (measured R^2 at epsilon = 1 on ``X ~ N(0, I/d)``, ``w ~ N(0, I)``, noise 0.3,
+        the design of ``benchmarks/bench_defaults.py`` at smaller ``n``, 10-12
+        seeds): with ``d = 5`` and ``n * epsilon = 350 p`` ``dp_gd`` 0.735 against
+        ``adassp`` 0.580; ``d = 10``: 0.585 against 0.13 at ``191 p``, 0.65 against
+        0.66 at ``382 p``, 0.62 against 0.80 at ``955 p``; ``d = 15``: 0.515 against
+        0.722 at ``175 p``; ``d = 20``: 0.368 against 0.513 at ``100 p``. At few
+        columns and moderate ``n * epsilon`` AdaSSP's release of ``X^T y`` is barely
+        above its noise (about 1.3 times it per coordinate at ``d = 10``,
+        ``n = 2,100``), and its ridge term, sized to the noise of ``X^T X``, does not
+        shrink that noise away. Diabetes (``n = 309``, ``p = 11``): ``dp_gd`` R^2 0.30
+        against ``adassp`` 0.15 at epsilon = 1, 0.39 against 0.40 at epsilon = 5,
+        0.38 against 0.41 at epsilon = 10; the synthetic design of the defaults
+        benchmark (``n = 70,000``, ``p = 51``): 0.21 against 0.88 at epsilon = 1.
+        Public quantities only; without a shape (validation before the data is
+        seen) ``adassp``.
         """
         if self.delta == 0:
             return "output_pert"
-        if shape is not None and shape[1] is not None and shape[0] * self.epsilon < 100 * shape[1]:
+        if (shape is not None and shape[1] is not None
+                and shape[0] * self.epsilon < self._adassp_threshold(shape[1])):
             return "dp_gd"
         return self._default_solver
+
+    @staticmethod
+    def _adassp_threshold(p):
+        """The ``n * epsilon`` from which ``solver="auto"`` runs ``adassp`` on ``p`` columns (see ``_auto_solver``)."""
+        return (400 if p <= 12 else 100) * p
 
     def _public_spec(self, shape=None):
         if self.label_bound is None:
