@@ -54,10 +54,12 @@ from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_th
                                 private_label_set_gaussian_from_counts)
 from .solvers._base import Solver, SolverPlan, SolverResult
 
-__all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection", "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes", "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows",
-           "class_selection_budget", "class_selection_events", "basic_split", "plan_after", "ClassSelection", "CLASS_SELECTION_SHARE", "linear_scores",
-           "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL", "OVR_MAX_EVALUATIONS",
-           "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
+__all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection",
+           "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes",
+           "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows", "class_selection_budget",
+           "class_selection_events", "basic_split", "plan_after", "ClassSelection", "CLASS_SELECTION_SHARE",
+           "linear_scores", "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL",
+           "OVR_MAX_EVALUATIONS", "LinearRegressorMixin", "LinearClassifierMixin", "ProbabilisticClassifierMixin"]
 
 
 #: frames in these directories are library code; warnings about a user's call point past them
@@ -463,7 +465,8 @@ def check_class_set(estimator, binary=False, why=""):
     """The public class set ``estimator.classes`` as a sorted array, or ``None`` if it is not given.
 
     Called before any data is read. Raises ``ValueError`` for a ``classes``
-    that is not 1-D (e.g. ``[[0, 1]]``), repeated labels, fewer than 2 labels, or (``binary=True``) more than 2; ``why`` completes
+    that is not 1-D (e.g. ``[[0, 1]]``), repeated labels, fewer than 2 labels,
+    or (``binary=True``) more than 2; ``why`` completes
     the binary message (e.g. the proof that does not cover more classes).
     ``classes="auto"`` (returns ``None``) needs ``delta > 0``: a label carried
     by a single row cannot be released under pure epsilon-DP.

@@ -83,8 +83,8 @@ class DPGradientDescent(Solver):
         curvature ``lambda`` decays like ``(1 - lambda / beta)^T``, so the best
         ``T`` grows like ``log(n epsilon)`` times the data's condition number
         (which is not public: real designs with correlated features, like
-        diabetes, want fewer steps than isotropic ones). On diabetes (``n = 309``) at epsilon = 1 the
-        solver's share (``n epsilon = 232`` after the bound selections) gives 5
+        diabetes, want fewer steps than isotropic ones). On diabetes
+        (``n = 309``) at epsilon = 1 the solver's share (``n epsilon = 232`` after the bound selections) gives 5
         steps instead of 3: R^2 0.304 +- 0.014 instead of 0.277 +- 0.014 (40 splits;
         4 to 6 steps all score 0.30-0.31, 8 steps 0.25); from ``n epsilon = 576``
         on the two rules agree.
