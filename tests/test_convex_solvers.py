@@ -197,11 +197,11 @@ def test_noisy_sfw_lp_tree_accounting(monkeypatch):
         seen.append(np.asarray(rows))
         return orig(pb, w, rows)
 
-    orig_pair = constrained._BallSolver._grad_pair
+    orig_difference = constrained._BallSolver._grad_difference
 
-    def spy_pair(pb, w1, w0, rows):  # a right child's rows, read at its two iterates
+    def spy_difference(pb, w1, w0, rows):  # a right child's rows, read at its two iterates
         seen.extend([np.asarray(rows)] * 2)
-        return orig_pair(pb, w1, w0, rows)
+        return orig_difference(pb, w1, w0, rows)
 
     sens_seen = []
     orig_noise = constrained.generalized_gaussian_noise
@@ -211,7 +211,7 @@ def test_noisy_sfw_lp_tree_accounting(monkeypatch):
         return orig_noise(rng_, sigma, size, r)
 
     monkeypatch.setattr(constrained._BallSolver, "_grad", staticmethod(spy))
-    monkeypatch.setattr(constrained._BallSolver, "_grad_pair", staticmethod(spy_pair))
+    monkeypatch.setattr(constrained._BallSolver, "_grad_difference", staticmethod(spy_difference))
     monkeypatch.setattr(constrained, "generalized_gaussian_noise", spy_noise)
     res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(1))
     assert sum(s.size for s in seen) == res.info["rows_used"] + (res.info["rows_used"] - b * T)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max",
+    "generalized_gaussian_noise", "gaussian_noise", "gaussian_noise_steps", "l2_laplace_noise", "laplace_noise", "report_noisy_max",
     "scaled_noise", "record_draws", "Draw",
 ]
 
@@ -163,6 +163,34 @@ def gaussian_noise(rng, sigma, size):
     shape = _shape(size)
     draw = _record("gaussian", float(sigma) * _m(), shape)
     return _out(draw, rng.normal(0.0, 1.0, size=shape) * (float(sigma) * _m()))
+
+
+#: :func:`gaussian_noise_steps` draws about this many coordinates (or one step's, if more) per call of the generator
+NOISE_CHUNK = 1 << 16
+
+
+def gaussian_noise_steps(rng, sigma, steps, size):
+    """The noise of ``steps`` releases, ``N(0, sigma^2 I)`` of shape ``size`` each: an iterator, one array per step.
+
+    The same law and records as ``steps`` calls of :func:`gaussian_noise`
+    (one :class:`Draw` per step, at the scale used), drawn by one call of the
+    generator per chunk of about :data:`NOISE_CHUNK` coordinates instead of
+    one per step (a different use of the stream). In audit mode
+    (:func:`record_draws`) each step's noise is traced and replayed as its own
+    draw, exactly as :func:`gaussian_noise`'s.
+    """
+    shape = _shape(size)
+    per_step = max(int(np.prod(shape)), 1)
+    steps = int(steps)
+    chunk = max(1, min(steps, NOISE_CHUNK // per_step))
+    for first in range(0, steps, chunk):
+        k = min(chunk, steps - first)
+        scale = float(sigma) * _m()
+        draws = [_record("gaussian", scale, shape) for _ in range(k)]
+        block = rng.normal(0.0, 1.0, size=(k,) + shape)
+        block *= scale
+        for draw, noise in zip(draws, block):
+            yield _out(draw, noise)
 
 
 def laplace_noise(rng, scale, size):

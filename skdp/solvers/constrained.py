@@ -107,12 +107,12 @@ class _BallSolver(Solver):
 
     @staticmethod
     def _grad(problem, w, rows):
-        return problem.mean_gradient(w, rows=rows, n_total=len(rows))
+        return problem.batch_gradient(w, rows, len(rows))
 
     @staticmethod
-    def _grad_pair(problem, w1, w0, rows):
-        """``(_grad(problem, w1, rows), _grad(problem, w0, rows))`` from one gather of the rows."""
-        return problem.mean_gradient_pair(w1, w0, rows, n_total=len(rows))
+    def _grad_difference(problem, w1, w0, rows):
+        """``_grad(problem, w1, rows) - _grad(problem, w0, rows)`` from one gather of the rows."""
+        return problem.batch_gradient_difference(w1, w0, rows, len(rows))
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,8 +387,7 @@ class NoisySFWLp(_BallSolver):
             rows = take(size)
             x_r = state["x"].copy()
             sens = (2.0 / size) * min(L1 * D * eta_sum, 2 * L0)
-            g_r, g_s_rows = self._grad_pair(problem, x_r, x_s, rows)
-            diff = g_r - g_s_rows
+            diff = self._grad_difference(problem, x_r, x_s, rows)
             visit(t, j + 1, x_r, g_s + diff + noise(sens))
 
         for t in range(1, T + 1):
