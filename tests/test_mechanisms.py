@@ -109,3 +109,18 @@ def test_gaussian_noise_steps_records_one_draw_per_step(monkeypatch):
         half = list(gaussian_noise_steps(np.random.RandomState(2), 3.0, 11, (5,)))
     assert [d.scale for d in draws] == [1.5] * 11
     np.testing.assert_allclose(np.array(half), noise / 2, rtol=1e-15)
+
+
+def test_gaussian_noise_steps_take_each_release_scale_when_drawn(monkeypatch):
+    from skdp.privacy import mechanisms
+    from skdp.privacy.mechanisms import GaussianNoiseSteps, record_draws
+
+    monkeypatch.setattr(mechanisms, "NOISE_CHUNK", 6)  # chunks of 2 steps of 3 coordinates
+    stream = GaussianNoiseSteps(np.random.RandomState(1), 5, 3)
+    with record_draws() as draws:
+        got = [stream.draw(s) for s in (1.0, 2.0, 0.5, 4.0, 3.0)]
+    assert [d.scale for d in draws] == [1.0, 2.0, 0.5, 4.0, 3.0] and all(d.size == 3 for d in draws)
+    unit = np.random.RandomState(1).normal(0.0, 1.0, size=(6, 3))[:5]  # the chunks' standard normals, in order
+    np.testing.assert_array_equal(np.array(got), unit * np.array([1.0, 2.0, 0.5, 4.0, 3.0])[:, None])
+    with pytest.raises(RuntimeError):
+        stream.draw(1.0)

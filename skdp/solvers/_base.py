@@ -239,6 +239,8 @@ class Problem:
     progress: object = field(default=None, repr=False, compare=False)
     #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
     _screened: object = field(default=None, init=False, repr=False, compare=False)
+    #: ``(names, table)``: the per-row values the mini-batch steps read, side by side (see :meth:`batch_terms`)
+    _row_table: object = field(default=None, init=False, repr=False, compare=False)
 
     def mean_gradient(self, coef, rows=None, n_total=None, remaining=None):
         """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
@@ -289,12 +291,41 @@ class Problem:
         G = G / (_batch_size(rows) if n_total is None else n_total)
         return G[:, 0], G[:, 1]
 
-    def clipped_derivatives(self, rows):
-        """``derivative(Z)``: the per-example derivatives of ``rows`` at margins ``Z`` (scalar loss), clipped to
-        :attr:`clip`, then weighted (the rows' labels, norms and weights taken once)."""
-        loss, clip, y = self.loss, self.clip, take_rows(self.y, rows)
-        norms = None if clip is None else take_rows(self.norms, rows)
-        weights = None if self.sample_weight is None else take_rows(self.sample_weight, rows)
+    def batch_terms(self, rows):
+        """What a scalar loss's mini-batch step reads of ``rows`` besides ``X``, from one gather.
+
+        A dict of ``(m,)`` arrays: ``"y"``, ``"norms"`` (the row norms,
+        ``None`` when the problem has none), ``"weights"`` (``None`` without sample weights), and a
+        lazy design's clipping factors ``"f"`` and intercept values ``"c"``
+        (``None``, or the design's constant for ``"c"``, when not per row).
+        They are kept side by side in one ``(n, k)`` table made on first use
+        (``k <= 5``), so a step reads one short row per sampled row instead of
+        one element of each array (each a cache miss at random rows); the
+        values are the arrays' own.
+        """
+        X = self.X
+        design = isinstance(X, BoundedDesign)
+        if self._row_table is None:
+            columns = {"y": self.y, "norms": self.norms,
+                       "weights": self.sample_weight, "f": X._f if design else None,
+                       "c": X._c if design and isinstance(X._c, np.ndarray) else None}
+            names = [name for name, col in columns.items() if col is not None]
+            table = np.empty((self.n, len(names)))
+            for j, name in enumerate(names):
+                table[:, j] = columns[name]
+            self._row_table = (names, table)
+        names, table = self._row_table
+        values = np.ascontiguousarray(take_rows(table, rows).T)
+        terms = {"norms": None, "weights": None, "f": None, "c": X._c if design else None}
+        terms.update(zip(names, values))
+        return terms
+
+    def clipped_derivatives(self, terms):
+        """``derivative(Z)``: the per-example derivatives at margins ``Z`` (scalar loss; ``(m, k)``, a column per
+        point) of the rows of ``terms`` (:meth:`batch_terms`), clipped to :attr:`clip` column by column, then
+        weighted (every column gets the same elementwise operations as one point alone)."""
+        loss, clip, y = self.loss, self.clip, terms["y"][:, None]
+        norms, weights = terms["norms"], terms["weights"]
 
         def derivative(Z):
             S = loss.derivative(Z, y)
@@ -309,8 +340,7 @@ class Problem:
         if not (self.loss.scalar and np.ndim(coef) == 1):
             return self.mean_gradient(coef, rows=rows, n_total=n_total)
         report_rows(self, len(rows))
-        derivative = self.clipped_derivatives(rows)
-        g = self.batch_sum((coef,), lambda Z, r: derivative(Z[0]), rows)
+        g = self.batch_sum((coef,), lambda Z, terms: self.clipped_derivatives(terms)(Z)[:, 0], rows)
         g /= n_total
         return g
 
@@ -321,43 +351,44 @@ class Problem:
             g1, g0 = self.mean_gradient_pair(coef1, coef0, rows, n_total=n_total)
             return g1 - g0
         report_rows(self, 2 * len(rows))
-        derivative = self.clipped_derivatives(rows)
-        g = self.batch_sum((coef1, coef0), lambda Z, r: derivative(Z[0]) - derivative(Z[1]), rows)
+
+        def difference(Z, terms):
+            S = self.clipped_derivatives(terms)(Z)
+            return S[:, 0] - S[:, 1]
+
+        g = self.batch_sum((coef1, coef0), difference, rows)
         g /= n_total
         return g
 
     def batch_sum(self, points, derivative, rows):
-        """``sum_{i in rows} S_i a_i`` with ``S = derivative(Z, r)``, ``Z`` the margins of the rows at each point.
+        """``sum_{i in rows} S_i a_i`` with ``S = derivative(Z, terms)``, ``Z`` the margins of the rows at the points.
 
         For a scalar loss with ``(p,)`` points (one or several): the rows are
-        gathered once, ``Z`` is a list with the margins ``A[rows] @ point`` of
-        each point, and ``derivative`` combines them into one per-example
-        coefficient ``S`` (clipped and weighted as the caller wants; ``r`` is
-        ``rows``), so the sum is one more product. On a dense float64 design
-        (a lazy one included) each point's margins and the sum are
-        matrix-vector products on the raw gathered rows: at a mini-batch's size
-        two such products take less time than one of two columns. The result
-        is ``(p,)``; not counted towards the progress (see :func:`report_rows`).
+        gathered once, ``Z`` is ``(m, k)`` with the margins ``A[rows] @ point``
+        of point ``j`` in column ``j``, ``terms`` is :meth:`batch_terms` of the
+        rows, and ``derivative`` combines them into one per-example
+        coefficient ``S`` of shape ``(m,)`` (clipped and weighted as the caller
+        wants), so the sum is one more product. On a dense float64 design (a
+        lazy one included) each point's margins and the sum are matrix-vector
+        products on the raw gathered rows: at a mini-batch's size two such
+        products take less time than one of two columns. The result is
+        ``(p,)``; not counted towards the progress (see :func:`report_rows`).
         """
         rows = np.asarray(rows)
         X = self.X
+        terms = self.batch_terms(rows)
         design = isinstance(X, BoundedDesign) and X._clip is None and X._X.dtype == np.float64
         if design or (isinstance(X, np.ndarray) and X.dtype == np.float64):
-            B, f, c = (X._X, X._f, X._c) if design else (X, None, None)
-            B = take_rows(B, rows)
-            f = None if f is None else take_rows(f, rows)
-            if isinstance(c, np.ndarray):
-                c = take_rows(c, rows)
+            B, f, c = take_rows(X._X if design else X, rows), terms["f"], terms["c"]
             d = B.shape[1]
-            Z = []
-            for w in points:
-                z = B @ (w[:d] if c is not None else w)
+            Z = np.empty((len(points), B.shape[0]))  # row j: the margins at point j (Z.T is (m, k))
+            for z, w in zip(Z, points):
+                z[:] = B @ (w[:d] if c is not None else w)
                 if f is not None:
                     z *= f
                 if c is not None:
                     z += c * w[d]
-                Z.append(z)
-            S = derivative(Z, rows)
+            S = derivative(Z.T, terms)
             out = np.empty(len(points[0]))
             if c is not None:  # the intercept column's sum, from the unscaled S
                 out[d] = c @ S if isinstance(c, np.ndarray) else c * S.sum()
@@ -366,7 +397,7 @@ class Problem:
             out[:d] = S @ B
             return out
         Xb = batch_rows(X, rows)  # any other design: one gather, products through its own operators
-        S = derivative([np.asarray(Xb @ w) for w in points], rows)
+        S = derivative(np.column_stack([np.asarray(Xb @ w) for w in points]), terms)
         return np.asarray(Xb.T @ S).ravel()
 
     def gram(self):

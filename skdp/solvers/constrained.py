@@ -32,6 +32,7 @@ from ..privacy import (
     ZCDPEvent,
     calibrate_bounded_range,
     calibrate_gaussian,
+    GaussianNoiseSteps,
     gaussian_noise,
     generalized_gaussian_noise,
     generalized_gaussian_sigma,
@@ -360,6 +361,9 @@ class NoisySFWLp(_BallSolver):
         alpha = problem.penalty.alpha
         order = rng.permutation(n)
         state = {"x": np.zeros(d), "pos": 0, "leaf": 0, "max_sigma": 0.0, "releases": 0, "steps": 0}
+        # r = 2 (p = 2): the generalized Gaussian is N(0, sigma^2 I); the standard normals of the 2^(T+1) - 2
+        # releases are drawn by chunks, each release scaling its own (the same law as one draw per release)
+        gaussian = GaussianNoiseSteps(rng, 2 ** (T + 1) - 2, d) if r_gg == 2.0 else None
 
         def take(k):
             rows = order[state["pos"]:state["pos"] + k]
@@ -370,7 +374,7 @@ class NoisySFWLp(_BallSolver):
             sigma = sens * unit_sigma
             state["max_sigma"] = max(state["max_sigma"], sigma)
             state["releases"] += 1
-            return generalized_gaussian_noise(rng, sigma, d, r_gg)
+            return gaussian.draw(sigma) if gaussian is not None else generalized_gaussian_noise(rng, sigma, d, r_gg)
 
         def visit(t, j, x_s, g_s):
             if j == t:  # leaf: Frank-Wolfe step

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..losses import clip_derivatives, take_rows
+from ..losses import clip_derivatives, take_rows, weigh
 from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise, gaussian_noise_steps
 from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
 from .gradient import poisson_batches, poisson_sample
@@ -453,12 +453,12 @@ class DPSRM(_PoissonSolver):
         W = problem.weight_bound
         if problem.loss.scalar and np.ndim(new) == 1:
             report_rows(problem, 2 * rows.size)
-            y, norms = take_rows(problem.y, rows), take_rows(problem.norms, rows)
 
-            def combined(Z, r):  # Z[0]: the margins at new, Z[1]: at old
-                S_new = problem.loss.derivative(Z[0], y)
-                a = problem.weigh(clip_derivatives(S_new, norms, G / W), r)
-                dlt = problem.weigh(clip_derivatives(S_new - problem.loss.derivative(Z[1], y), norms, C2 / W), r)
+            def combined(Z, terms):  # column 0: the margins at new, column 1: at old
+                S = problem.loss.derivative(Z, terms["y"][:, None])
+                norms = terms["norms"]  # clipped to this solver's own norms (G and C2), whatever problem.clip is
+                a = weigh(clip_derivatives(S[:, 0], norms, G / W), terms["weights"])
+                dlt = weigh(clip_derivatives(S[:, 0] - S[:, 1], norms, C2 / W), terms["weights"])
                 return gamma * a + (1 - gamma) * dlt
 
             return problem.batch_sum((new, old), combined, rows)
