@@ -108,7 +108,7 @@ class _BallSolver(Solver):
 
     @staticmethod
     def _grad(problem, w, rows):
-        return problem.batch_gradient(w, rows, len(rows))
+        return problem.mean_gradient(w, rows=rows, n_total=len(rows))
 
     @staticmethod
     def _grad_difference(problem, w1, w0, rows):
