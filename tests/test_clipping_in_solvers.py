@@ -132,6 +132,17 @@ def _zero_noise(replay=None):
     recorder = _Recorder(replay)
     new = {name: recorder.additive(kind) for name, kind in SAMPLERS.items()}
     new["report_noisy_max"] = recorder.noisy_max
+    gaussian = new["gaussian_noise"]
+
+    class Steps:  # the chunked Gaussian samplers: one replaced draw per step, as gaussian_noise
+        def __init__(self, rng, steps, size):
+            self.rng, self.size = rng, size
+
+        def draw(self, sigma):
+            return gaussian(self.rng, sigma, self.size)
+
+    new["GaussianNoiseSteps"] = Steps
+    new["gaussian_noise_steps"] = lambda rng, sigma, steps, size: (gaussian(rng, sigma, size) for _ in range(steps))
     originals = {name: getattr(mechanisms, name) for name in new}
     patched = []
     for mod in [m for name, m in sys.modules.items() if name == "skdp" or name.startswith("skdp.")]:

@@ -19,6 +19,7 @@ from skdp.privacy import (
     gdp_mu,
     price,
 )
+from skdp.privacy.mechanisms import record_draws
 from skdp.solvers import Problem, get_solver
 from skdp.solvers.constrained import drain_step, gg_geometry
 
@@ -197,23 +198,18 @@ def test_noisy_sfw_lp_tree_accounting(monkeypatch):
         seen.append(np.asarray(rows))
         return orig(pb, w, rows)
 
-    orig_pair = constrained._BallSolver._grad_pair
+    orig_difference = constrained._BallSolver._grad_difference
 
-    def spy_pair(pb, w1, w0, rows):  # a right child's rows, read at its two iterates
+    def spy_difference(pb, w1, w0, rows):  # a right child's rows, read at its two iterates
         seen.extend([np.asarray(rows)] * 2)
-        return orig_pair(pb, w1, w0, rows)
-
-    sens_seen = []
-    orig_noise = constrained.generalized_gaussian_noise
-
-    def spy_noise(rng_, sigma, size, r):
-        sens_seen.append(sigma)
-        return orig_noise(rng_, sigma, size, r)
+        return orig_difference(pb, w1, w0, rows)
 
     monkeypatch.setattr(constrained._BallSolver, "_grad", staticmethod(spy))
-    monkeypatch.setattr(constrained._BallSolver, "_grad_pair", staticmethod(spy_pair))
-    monkeypatch.setattr(constrained, "generalized_gaussian_noise", spy_noise)
-    res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(1))
+    monkeypatch.setattr(constrained._BallSolver, "_grad_difference", staticmethod(spy_difference))
+    with record_draws() as draws:
+        res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(1))
+    sens_seen = [draw.scale for draw in draws]  # each release's noise std: its sensitivity times unit_sigma
+    assert len(sens_seen) == res.info["releases"]
     assert sum(s.size for s in seen) == res.info["rows_used"] + (res.info["rows_used"] - b * T)
     assert res.info["releases"] == sum(2**t for t in range(1, T + 1))
     assert res.info["fw_steps"] == sum(2**t for t in range(1, T + 1))

@@ -9,7 +9,7 @@ from skdp import DPLogisticRegression, DPRidge
 from skdp.audit import audit_solvers
 from skdp.privacy import PoissonGaussianEvent, price
 from skdp.solvers import get_solver
-from skdp.solvers.gradient import poisson_sample
+from skdp.solvers.gradient import poisson_batches
 from skdp.solvers.nonconvex import laplacian_smooth, ls_beta, ls_gamma
 
 
@@ -88,14 +88,16 @@ def test_dp_lssgd_with_ls_sigma_zero_is_dp_sgd():
     rng = np.random.RandomState(3)
     w = np.zeros(4)
     ys = 2 * y - 1
-    for t in range(1, 16):
-        rows = poisson_sample(rng, 120, 10 / 120)  # the library's sampler (tested on its own)
+    # the library's sampler (tested on its own): the 15 batches, then the 15 steps' noise, each drawn in one chunk
+    batches = list(poisson_batches(rng, 120, 10 / 120, 15))
+    noise = rng.normal(0.0, 1.0, size=(15, 4))
+    for t, rows in enumerate(batches, start=1):
         margin = ys[rows] * (X[rows] @ w)
         per_example = -X[rows] * (ys[rows] / (1 + np.exp(margin)))[:, None]
         norms = np.linalg.norm(per_example, axis=1)
         per_example *= np.minimum(1.0, 0.5 / np.maximum(norms, 1e-300))[:, None]  # clip at G = 1/2
         g = per_example.sum(axis=0) / 10 + 0.01 * w
-        g = g + rng.normal(0.0, 1.0, size=4) * (z * 0.5 / 10)
+        g = g + noise[t - 1] * (z * 0.5 / 10)
         w = w - eta / math.sqrt(t) * g
     np.testing.assert_allclose(est.coef_.ravel(), w, rtol=1e-10, atol=1e-12)
 
@@ -178,12 +180,13 @@ def test_rrpsgd_runs_exactly_r_noisy_sgd_rounds():
     rng = np.random.RandomState(7)
     assert int(rng.randint(1, 21)) == R
     w, ys = np.zeros(3), 2 * y - 1
-    for _ in range(R):
-        rows = poisson_sample(rng, 100, 8 / 100)
+    batches = list(poisson_batches(rng, 100, 8 / 100, R))  # R batches, then R steps' noise: one chunk each
+    noise = rng.normal(0.0, 1.0, size=(R, 3))
+    for rows, u in zip(batches, noise):
         per_example = -X[rows] * (ys[rows] / (1 + np.exp(ys[rows] * (X[rows] @ w))))[:, None]
         norms = np.linalg.norm(per_example, axis=1)
         per_example *= np.minimum(1.0, 0.5 / np.maximum(norms, 1e-300))[:, None]
-        w = w - 0.5 * (per_example.sum(axis=0) / 8 + rng.normal(0.0, 1.0, size=3) * (z * 0.5 / 8))
+        w = w - 0.5 * (per_example.sum(axis=0) / 8 + u * (z * 0.5 / 8))
     np.testing.assert_allclose(est.coef_.ravel(), w, rtol=1e-10, atol=1e-12)
 
 

@@ -217,3 +217,33 @@ def test_float32_input_fits_as_the_float64_copy_of_its_values(solver):
         a = est.fit(X, y).coef_.copy()
         b = est.fit(X.astype(np.float64), y).coef_
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["lazy", "float32", "winsorised", "array", "csr"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_mini_batch_gradients_equal_mean_gradient(kind, weighted):
+    """``Problem.batch_gradient`` / ``batch_gradient_difference`` (one gather, one product per point) are
+    ``mean_gradient`` on the rows / the difference of two of them, for a scalar loss."""
+    import scipy.sparse as sp
+
+    from skdp.penalties import L2Penalty
+    from skdp.solvers import Problem
+
+    rng = np.random.RandomState(4)
+    X = _rows(n=800, d=5, dtype=np.float32 if kind == "float32" else np.float64)
+    b = bound_features(sp.csr_matrix(X) if kind == "csr" else X, 2.0, True, None,
+                       lazy=kind in ("lazy", "float32", "winsorised"),
+                       feature_clip=1.0 if kind == "winsorised" else None)
+    y = np.clip(b.X @ rng.randn(6) * 0.3 + 0.3 * rng.randn(800), -1, 1)
+    weights = rng.rand(800) if weighted else None
+    for loss, labels in [(SquaredLoss(), y), (LogisticLoss(), np.where(y > 0, 1.0, -1.0))]:
+        problem = Problem(X=b.X, y=labels, norms=b.row_norms, loss=loss, penalty=L2Penalty(0.0), data_norm=2.0,
+                          label_bound=1.0, coef_norm=3.0, clip_norm=0.3, sample_weight=weights)
+        for size in (0, 1, 37):
+            rows = np.sort(rng.choice(800, size, replace=False))
+            w1, w0 = rng.randn(6), rng.randn(6)
+            want = problem.mean_gradient(w1, rows=rows, n_total=30.0)
+            np.testing.assert_allclose(problem.batch_gradient(w1, rows, 30.0), want, rtol=1e-12, atol=1e-15)
+            g1, g0 = problem.mean_gradient_pair(w1, w0, rows, n_total=30.0)
+            np.testing.assert_allclose(problem.batch_gradient_difference(w1, w0, rows, 30.0), g1 - g0,
+                                       rtol=1e-10, atol=1e-14)

@@ -44,7 +44,8 @@ from .objective import objective_perturbation_gaussian, objective_perturbation_p
 from .ledger import PrivacyLedger, active_ledger
 from .quantile import private_feature_ranges, private_quantile, range_quantile_level, signed_geometric_grid
 from .label_set import label_set_delta, label_set_threshold, private_label_set
-from .mechanisms import generalized_gaussian_noise, gaussian_noise, l2_laplace_noise, laplace_noise, report_noisy_max
+from .mechanisms import (GaussianNoiseSteps, generalized_gaussian_noise, gaussian_noise, gaussian_noise_steps,
+                         l2_laplace_noise, laplace_noise, report_noisy_max)
 
 __all__ = [
     "PrivacyBudget",
@@ -93,6 +94,8 @@ __all__ = [
     "rdp_laplace_1d",
     "DEFAULT_RDP_ORDERS",
     "gaussian_noise",
+    "gaussian_noise_steps",
+    "GaussianNoiseSteps",
     "laplace_noise",
     "l2_laplace_noise",
 ]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "generalized_gaussian_noise", "gaussian_noise", "l2_laplace_noise", "laplace_noise", "report_noisy_max",
-    "scaled_noise", "record_draws", "Draw",
+    "generalized_gaussian_noise", "gaussian_noise", "gaussian_noise_steps", "GaussianNoiseSteps", "l2_laplace_noise",
+    "laplace_noise", "report_noisy_max", "scaled_noise", "record_draws", "Draw",
 ]
 
 
@@ -163,6 +163,48 @@ def gaussian_noise(rng, sigma, size):
     shape = _shape(size)
     draw = _record("gaussian", float(sigma) * _m(), shape)
     return _out(draw, rng.normal(0.0, 1.0, size=shape) * (float(sigma) * _m()))
+
+
+#: :func:`gaussian_noise_steps` draws about this many coordinates (or one step's, if more) per call of the generator
+NOISE_CHUNK = 1 << 16
+
+
+class GaussianNoiseSteps:
+    """The Gaussian noise of up to ``steps`` releases of shape ``size``, each at the scale given when it is drawn.
+
+    ``draw(sigma)`` returns ``N(0, sigma^2 I)``: the same law and the same
+    record as :func:`gaussian_noise` (one :class:`Draw` per call, at the scale
+    used, traced and replayed on its own in audit mode), but the standard
+    normals come from one call of the generator per chunk of about
+    :data:`NOISE_CHUNK` coordinates (a different use of the stream), drawn
+    ahead of the releases and independent of everything else.
+    """
+
+    def __init__(self, rng, steps, size):
+        self.rng, self.shape, self.left = rng, _shape(size), int(steps)
+        self.chunk = max(1, NOISE_CHUNK // max(int(np.prod(self.shape)), 1))
+        self.block, self.next = None, 0
+
+    def draw(self, sigma):
+        if self.block is None or self.next == len(self.block):
+            if self.left < 1:
+                raise RuntimeError("more Gaussian draws than the steps this stream was made for")
+            k = min(self.chunk, self.left)
+            self.block, self.next = self.rng.normal(0.0, 1.0, size=(k,) + self.shape), 0
+            self.left -= k
+        scale = float(sigma) * _m()
+        draw = _record("gaussian", scale, self.shape)
+        noise = self.block[self.next] * scale
+        self.next += 1
+        return _out(draw, noise)
+
+
+def gaussian_noise_steps(rng, sigma, steps, size):
+    """The noise of ``steps`` releases, ``N(0, sigma^2 I)`` of shape ``size`` each: an iterator, one array per step
+    (:class:`GaussianNoiseSteps` at one scale)."""
+    stream = GaussianNoiseSteps(rng, steps, size)
+    for _ in range(int(steps)):
+        yield stream.draw(sigma)
 
 
 def laplace_noise(rng, scale, size):

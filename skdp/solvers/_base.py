@@ -9,6 +9,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
+from ..bounds import BoundedDesign
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
                       get_loss, take_rows, weigh)
 from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, zcdp_rho
@@ -238,6 +239,8 @@ class Problem:
     progress: object = field(default=None, repr=False, compare=False)
     #: the screened squared-loss gradient of this problem's data, made on first use (see :meth:`mean_gradient`)
     _screened: object = field(default=None, init=False, repr=False, compare=False)
+    #: ``(names, table)``: the per-row values the mini-batch steps read, side by side (see :meth:`batch_terms`)
+    _row_table: object = field(default=None, init=False, repr=False, compare=False)
 
     def mean_gradient(self, coef, rows=None, n_total=None, remaining=None):
         """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
@@ -287,6 +290,115 @@ class Problem:
             G = np.asarray(Xb.T @ derivative(np.asarray(Xb @ W), rows))
         G = G / (_batch_size(rows) if n_total is None else n_total)
         return G[:, 0], G[:, 1]
+
+    def batch_terms(self, rows):
+        """What a scalar loss's mini-batch step reads of ``rows`` besides ``X``, from one gather.
+
+        A dict of ``(m,)`` arrays: ``"y"``, ``"norms"`` (the row norms,
+        ``None`` when the problem has none), ``"weights"`` (``None`` without sample weights), and a
+        lazy design's clipping factors ``"f"`` and intercept values ``"c"``
+        (``None``, or the design's constant for ``"c"``, when not per row).
+        They are kept side by side in one ``(n, k)`` table made on first use
+        (``k <= 5``), so a step reads one short row per sampled row instead of
+        one element of each array (each a cache miss at random rows); the
+        values are the arrays' own.
+        """
+        X = self.X
+        design = isinstance(X, BoundedDesign)
+        if self._row_table is None:
+            columns = {"y": self.y, "norms": self.norms,
+                       "weights": self.sample_weight, "f": X._f if design else None,
+                       "c": X._c if design and isinstance(X._c, np.ndarray) else None}
+            names = [name for name, col in columns.items() if col is not None]
+            table = np.empty((self.n, len(names)))
+            for j, name in enumerate(names):
+                table[:, j] = columns[name]
+            self._row_table = (names, table)
+        names, table = self._row_table
+        values = np.ascontiguousarray(take_rows(table, rows).T)
+        terms = {"norms": None, "weights": None, "f": None, "c": X._c if design else None}
+        terms.update(zip(names, values))
+        return terms
+
+    def clipped_derivatives(self, terms):
+        """``derivative(Z)``: the per-example derivatives at margins ``Z`` (scalar loss; ``(m, k)``, a column per
+        point) of the rows of ``terms`` (:meth:`batch_terms`), clipped to :attr:`clip` column by column, then
+        weighted (every column gets the same elementwise operations as one point alone)."""
+        loss, clip, y = self.loss, self.clip, terms["y"][:, None]
+        norms, weights = terms["norms"], terms["weights"]
+
+        def derivative(Z):
+            S = loss.derivative(Z, y)
+            if clip is not None:
+                S = clip_derivatives(S, norms, clip)
+            return S if weights is None else weigh(S, weights)
+
+        return derivative
+
+    def batch_gradient(self, coef, rows, n_total):
+        """``mean_gradient(coef, rows=rows, n_total=n_total)`` of a mini-batch (by :meth:`batch_sum` for a scalar loss)."""
+        if not (self.loss.scalar and np.ndim(coef) == 1):
+            return self.mean_gradient(coef, rows=rows, n_total=n_total)
+        report_rows(self, len(rows))
+        g = self.batch_sum((coef,), lambda Z, terms: self.clipped_derivatives(terms)(Z)[:, 0], rows)
+        g /= n_total
+        return g
+
+    def batch_gradient_difference(self, coef1, coef0, rows, n_total):
+        """``mean_gradient(coef1, rows) - mean_gradient(coef0, rows)`` (each per-example gradient clipped on its own,
+        as in two calls) from one gather of the rows and one product for the difference."""
+        if not (self.loss.scalar and np.ndim(coef1) == 1):
+            g1, g0 = self.mean_gradient_pair(coef1, coef0, rows, n_total=n_total)
+            return g1 - g0
+        report_rows(self, 2 * len(rows))
+
+        def difference(Z, terms):
+            S = self.clipped_derivatives(terms)(Z)
+            return S[:, 0] - S[:, 1]
+
+        g = self.batch_sum((coef1, coef0), difference, rows)
+        g /= n_total
+        return g
+
+    def batch_sum(self, points, derivative, rows):
+        """``sum_{i in rows} S_i a_i`` with ``S = derivative(Z, terms)``, ``Z`` the margins of the rows at the points.
+
+        For a scalar loss with ``(p,)`` points (one or several): the rows are
+        gathered once, ``Z`` is ``(m, k)`` with the margins ``A[rows] @ point``
+        of point ``j`` in column ``j``, ``terms`` is :meth:`batch_terms` of the
+        rows, and ``derivative`` combines them into one per-example
+        coefficient ``S`` of shape ``(m,)`` (clipped and weighted as the caller
+        wants), so the sum is one more product. On a dense float64 design (a
+        lazy one included) each point's margins and the sum are matrix-vector
+        products on the raw gathered rows: at a mini-batch's size two such
+        products take less time than one of two columns. The result is
+        ``(p,)``; not counted towards the progress (see :func:`report_rows`).
+        """
+        rows = np.asarray(rows)
+        X = self.X
+        terms = self.batch_terms(rows)
+        design = isinstance(X, BoundedDesign) and X._clip is None and X._X.dtype == np.float64
+        if design or (isinstance(X, np.ndarray) and X.dtype == np.float64):
+            B, f, c = take_rows(X._X if design else X, rows), terms["f"], terms["c"]
+            d = B.shape[1]
+            Z = np.empty((len(points), B.shape[0]))  # row j: the margins at point j (Z.T is (m, k))
+            for z, w in zip(Z, points):
+                z[:] = B @ (w[:d] if c is not None else w)
+                if f is not None:
+                    z *= f
+                if c is not None:
+                    z += c * w[d]
+            S = derivative(Z.T, terms)
+            out = np.empty(len(points[0]))
+            if c is not None:  # the intercept column's sum, from the unscaled S
+                out[d] = c @ S if isinstance(c, np.ndarray) else c * S.sum()
+            if f is not None:
+                S = S * f
+            out[:d] = S @ B
+            return out
+        Xb = batch_rows(X, rows)  # any other design: one gather, products through its own operators
+        S = derivative(np.column_stack([np.asarray(Xb @ w) for w in points]), terms)
+        return np.asarray(Xb.T @ S).ravel()
 
     def gram(self):
         """``(X^T W X, X^T W y)`` of the bounded data as dense float arrays (``W`` the row weights, if any).

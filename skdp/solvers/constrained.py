@@ -32,6 +32,7 @@ from ..privacy import (
     ZCDPEvent,
     calibrate_bounded_range,
     calibrate_gaussian,
+    GaussianNoiseSteps,
     gaussian_noise,
     generalized_gaussian_noise,
     generalized_gaussian_sigma,
@@ -110,9 +111,9 @@ class _BallSolver(Solver):
         return problem.mean_gradient(w, rows=rows, n_total=len(rows))
 
     @staticmethod
-    def _grad_pair(problem, w1, w0, rows):
-        """``(_grad(problem, w1, rows), _grad(problem, w0, rows))`` from one gather of the rows."""
-        return problem.mean_gradient_pair(w1, w0, rows, n_total=len(rows))
+    def _grad_difference(problem, w1, w0, rows):
+        """``_grad(problem, w1, rows) - _grad(problem, w0, rows)`` from one gather of the rows."""
+        return problem.batch_gradient_difference(w1, w0, rows, len(rows))
 
 
 # ---------------------------------------------------------------------------------------
@@ -360,6 +361,9 @@ class NoisySFWLp(_BallSolver):
         alpha = problem.penalty.alpha
         order = rng.permutation(n)
         state = {"x": np.zeros(d), "pos": 0, "leaf": 0, "max_sigma": 0.0, "releases": 0, "steps": 0}
+        # r = 2 (p = 2): the generalized Gaussian is N(0, sigma^2 I); the standard normals of the 2^(T+1) - 2
+        # releases are drawn by chunks, each release scaling its own (the same law as one draw per release)
+        gaussian = GaussianNoiseSteps(rng, 2 ** (T + 1) - 2, d) if r_gg == 2.0 else None
 
         def take(k):
             rows = order[state["pos"]:state["pos"] + k]
@@ -370,7 +374,7 @@ class NoisySFWLp(_BallSolver):
             sigma = sens * unit_sigma
             state["max_sigma"] = max(state["max_sigma"], sigma)
             state["releases"] += 1
-            return generalized_gaussian_noise(rng, sigma, d, r_gg)
+            return gaussian.draw(sigma) if gaussian is not None else generalized_gaussian_noise(rng, sigma, d, r_gg)
 
         def visit(t, j, x_s, g_s):
             if j == t:  # leaf: Frank-Wolfe step
@@ -387,8 +391,7 @@ class NoisySFWLp(_BallSolver):
             rows = take(size)
             x_r = state["x"].copy()
             sens = (2.0 / size) * min(L1 * D * eta_sum, 2 * L0)
-            g_r, g_s_rows = self._grad_pair(problem, x_r, x_s, rows)
-            diff = g_r - g_s_rows
+            diff = self._grad_difference(problem, x_r, x_s, rows)
             visit(t, j + 1, x_r, g_s + diff + noise(sens))
 
         for t in range(1, T + 1):

@@ -13,6 +13,7 @@ from ..privacy import (
     calibrate,
     calibrate_gaussian,
     gaussian_noise,
+    gaussian_noise_steps,
     gdp_mu,
     price,
 )
@@ -369,6 +370,12 @@ def poisson_sample(rng, n, q):
     """
     if q >= 1:
         return np.arange(n)
+    return _bernoulli_positions(rng, n, q)
+
+
+def _bernoulli_positions(rng, n, q):
+    """The positions in ``0 .. n-1`` of the successes of ``n`` independent Bernoulli(``q``) trials, ``q < 1``
+    (:func:`poisson_sample`'s geometric gaps)."""
     log_q = math.log(1.0 - q) if 0 < q < 1.0 / 3.0 else 0.0
     inversion = log_q < 0 and isinstance(rng, np.random.RandomState)
     out = []
@@ -389,6 +396,43 @@ def poisson_sample(rng, n, q):
         out.append(idx.astype(np.int64, copy=False))
         pos = int(idx[-1])
     return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+#: :func:`poisson_batches` draws the samples of this many expected rows (or of one step, if more) at a time
+POISSON_CHUNK_ROWS = 1 << 20
+
+
+def poisson_batches(rng, n, q, steps):
+    """The index arrays of ``steps`` independent Poisson samples of ``n`` rows (each row w.p. ``q``), one per step.
+
+    The same law as ``steps`` calls of :func:`poisson_sample` (a different
+    use of the generator's stream): the samples of several steps are the
+    successes of one run of independent Bernoulli(``q``) trials over ``K n``
+    positions, step ``t`` taking positions ``t n .. (t + 1) n - 1``, drawn
+    by one vectorised call of :func:`poisson_sample`'s geometric gaps per
+    chunk of ``K`` steps (about :data:`POISSON_CHUNK_ROWS` expected rows), so a
+    step costs no Python of its own. The batches are data-independent, as the
+    accountant's Poisson subsampling requires. Yields each step's sorted
+    indices (a read-only view into the chunk's array).
+    """
+    steps = int(steps)
+    if q >= 1:
+        rows = np.arange(n)
+        rows.setflags(write=False)
+        for _ in range(steps):
+            yield rows
+        return
+    chunk = max(1, min(steps, int(POISSON_CHUNK_ROWS / max(q * n, 1.0))))
+    for first in range(0, steps, chunk):
+        k = min(chunk, steps - first)
+        positions = _bernoulli_positions(rng, k * n, q)
+        ends = np.searchsorted(positions, n * np.arange(1, k + 1))
+        rows = positions % n
+        rows.setflags(write=False)
+        start = 0
+        for end in ends.tolist():
+            yield rows[start:end]
+            start = end
 
 
 @lru_cache(maxsize=256)
@@ -499,13 +543,10 @@ class DPSVRG(Solver):
         n = problem.n
         full = problem.mean_gradient(snapshot, remaining=remaining)
         avg = np.zeros_like(w)
-        for _ in range(steps):
-            rows = poisson_sample(rng, n, b / n)
-            diff = 0.0
-            if rows.size:
-                g_w, g_snapshot = problem.mean_gradient_pair(w, snapshot, rows, n_total=b)
-                diff = g_w - g_snapshot
-            w = problem.penalty.prox(w - eta * (diff + full + gaussian_noise(rng, sigma, w.shape)), eta)
+        draws = zip(poisson_batches(rng, n, b / n, steps), gaussian_noise_steps(rng, sigma, steps, w.shape))
+        for rows, noise in draws:
+            diff = problem.batch_gradient_difference(w, snapshot, rows, b) if rows.size else 0.0
+            w = problem.penalty.prox(w - eta * (diff + full + noise), eta)
             avg += w
         return w, avg / steps
 

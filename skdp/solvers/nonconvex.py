@@ -20,10 +20,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..losses import clip_derivatives, take_rows
-from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
+from ..losses import clip_derivatives, take_rows, weigh
+from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise, gaussian_noise_steps
 from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
-from .gradient import poisson_sample
+from .gradient import poisson_batches, poisson_sample
 from .sgd import _noise_multiplier
 
 __all__ = ["DPLSSGD", "DPSRM", "RRPSGD", "laplacian_smooth", "ls_gamma", "ls_beta"]
@@ -129,7 +129,7 @@ class _PoissonSolver(Solver):
         """Sum of the clipped per-example gradients over ``rows`` divided by the public ``b``."""
         if rows.size == 0:
             return np.zeros_like(w)
-        return problem.mean_gradient(w, rows=rows, n_total=b)
+        return problem.batch_gradient(w, rows, b)
 
     @staticmethod
     def penalty_gradient(problem, w):
@@ -228,10 +228,10 @@ class DPLSSGD(_PoissonSolver):
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
-        for t in range(1, T + 1):
-            rows = poisson_sample(rng, n, q)
+        steps = zip(poisson_batches(rng, n, q, T), gaussian_noise_steps(rng, std, T, w.shape))
+        for t, (rows, noise) in enumerate(steps, start=1):
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
-            g = g + gaussian_noise(rng, std, w.shape)  # noise first, then smoothing (post-processing)
+            g = g + noise  # noise first, then smoothing (post-processing)
             w = w - (eta / math.sqrt(t)) * self.smooth(problem, g, sigma_ls)
             avg += w
         coef = w if output == "last" else avg / T
@@ -302,10 +302,9 @@ class RRPSGD(_PoissonSolver):
         eta = self.step_size(problem, std, N)
         R = int(rng.randint(1, N + 1))  # drawn before the data is read; P is uniform for a constant step
         w = np.zeros(problem.coef_shape)
-        for _ in range(R):
-            rows = poisson_sample(rng, n, q)
+        for rows, noise in zip(poisson_batches(rng, n, q, R), gaussian_noise_steps(rng, std, R, w.shape)):
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
-            w = w - eta * (g + gaussian_noise(rng, std, w.shape))
+            w = w - eta * (g + noise)
         info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "rounds": R, "max_rounds": N}
         return SolverResult(w, N, info)
 
@@ -426,14 +425,14 @@ class DPSRM(_PoissonSolver):
         v = (self._clipped_sum(problem, rows, theta, G) / b0 + self.penalty_gradient(problem, theta)
              + gaussian_noise(rng, std0, theta.shape))
         chosen = theta if pick == 0 else None
-        for t in range(1, T):
+        steps = zip(poisson_batches(rng, n, b / n, T - 1), gaussian_noise_steps(rng, std, T - 1, theta.shape))
+        for t, (rows, noise) in enumerate(steps, start=1):
             new = theta - eta * v
-            rows = poisson_sample(rng, n, b / n)
             contrib = np.zeros_like(theta)
             if rows.size:
                 contrib = self._contribution(problem, rows, new, theta, G, C2, gamma)
             v = (contrib / b + (1 - gamma) * v + self.penalty_gradient(problem, new)
-                 - (1 - gamma) * self.penalty_gradient(problem, theta) + gaussian_noise(rng, std, theta.shape))
+                 - (1 - gamma) * self.penalty_gradient(problem, theta) + noise)
             theta = new
             if pick == t:
                 chosen = theta
@@ -452,19 +451,17 @@ class DPSRM(_PoissonSolver):
         stay within ``G`` and ``C2``.
         """
         W = problem.weight_bound
-        if hasattr(problem.X, "gradient_sum") and problem.loss.scalar and np.ndim(new) == 1:
+        if problem.loss.scalar and np.ndim(new) == 1:
             report_rows(problem, 2 * rows.size)
-            y, norms = take_rows(problem.y, rows)[:, None], take_rows(problem.norms, rows)
 
-            def combined(Z, r):  # column 0: the derivatives at new, column 1: at old
-                S = problem.loss.derivative(Z, y)
-                a = problem.weigh(clip_derivatives(S[:, 0], norms, G / W), r)
-                dlt = problem.weigh(clip_derivatives(S[:, 0] - S[:, 1], norms, C2 / W), r)
+            def combined(Z, terms):  # column 0: the margins at new, column 1: at old
+                S = problem.loss.derivative(Z, terms["y"][:, None])
+                norms = terms["norms"]  # clipped to this solver's own norms (G and C2), whatever problem.clip is
+                a = weigh(clip_derivatives(S[:, 0], norms, G / W), terms["weights"])
+                dlt = weigh(clip_derivatives(S[:, 0] - S[:, 1], norms, C2 / W), terms["weights"])
                 return gamma * a + (1 - gamma) * dlt
 
-            points = np.empty((len(new), 2))
-            points[:, 0], points[:, 1] = new, old
-            return problem.X.gradient_sum(points, combined, rows=rows)
+            return problem.batch_sum((new, old), combined, rows)
         Xb, S_new, S_old, norms = cls._derivatives(problem, rows, new, old)
         vector = np.ndim(S_new) == 2
         a = problem.weigh(clip_derivatives(S_new, norms, G / W, vector=vector), rows)

@@ -7,9 +7,9 @@ import numpy as np
 
 from ..losses import clip_derivatives, moreau_hinge_derivative
 from ..penalties import NormBall
-from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise
+from ..privacy import PoissonGaussianEvent, calibrate, gaussian_noise_steps
 from ._base import Solver, SolverPlan, SolverResult, batch_rows, register, report_rows
-from .gradient import poisson_sample
+from .gradient import poisson_batches
 
 __all__ = ["NoisySGD", "NoisySGDMoreau"]
 
@@ -116,7 +116,7 @@ class NoisySGD(Solver):
         return problem.constraint.radius / (self.gradient_norm_bound(problem, budget) * math.sqrt(T))
 
     def batch_gradient(self, problem, plan, w, rows, m):
-        return problem.mean_gradient(w, rows=rows, n_total=m)
+        return problem.batch_gradient(w, rows, m)
 
     def run(self, problem, plan, rng):
         ball = problem.constraint
@@ -126,10 +126,10 @@ class NoisySGD(Solver):
         q = m / n
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
-        for _ in range(T):
-            rows = poisson_sample(rng, n, q)
+        # every step's batch and noise drawn by chunks of steps (the same law as step by step)
+        for rows, noise in zip(poisson_batches(rng, n, q, T), gaussian_noise_steps(rng, sigma, T, w.shape)):
             g = self.batch_gradient(problem, plan, w, rows, m) if rows.size else 0.0
-            w = ball.project(w - eta * (g + alpha * w + gaussian_noise(rng, sigma, w.shape)))
+            w = ball.project(w - eta * (g + alpha * w + noise))
             avg += w
         info = {"batch_size": m, "learning_rate": eta, "noise_multiplier": z}
         return SolverResult(avg / T, T, info)
