@@ -186,14 +186,17 @@ def test_default_of_the_sparse_estimators_recovers_the_support_and_is_priced_as_
     # planned with a unit clip norm: every scale is proportional to the private clip norm, the price is the same
     assert price(est.planned_events(4000, 300), 1e-5).budget.epsilon == pytest.approx(est.privacy_spent_.epsilon,
                                                                                        rel=1e-9)
-    # the basic split would give the solver (0.9, 1e-5); it is calibrated instead so that the clip-norm
-    # selection and its releases cost exactly (1, 1e-5): larger epsilons per release, never above the total
+    # three private bound selections come first (the clip norm, the label median and its MAD: label_bound="auto",
+    # 0.1 of epsilon between them); the basic split would give the solver (0.9, 1e-5); it is calibrated instead
+    # so that the selections and its releases cost exactly (1, 1e-5): larger epsilons per release, never above
+    assert [type(e) for e in est.privacy_events_[:3]] == [BoundedRangeEvent] * 3
+    assert sum(e.epsilon for e in est.privacy_events_[:3]) == pytest.approx(0.1)
     basic = get_solver("noisy_iht").plan(
         SparseProblem(X=None, y=None, loss=SquaredLoss(), n_nonzero=5, feature_bound=1.0, free=300,
                       clip=est.clip_norm_, clip_order=np.inf, n_samples=4000, n_features=301),
         PrivacyBudget(0.9, 1e-5))
-    assert [type(e) for e in est.privacy_events_[1:]] == [type(e) for e in basic]
-    assert est.privacy_events_[1].epsilon > basic[0].epsilon and est.privacy_events_[2].sigma < basic[1].sigma
+    assert [type(e) for e in est.privacy_events_[3:]] == [type(e) for e in basic]
+    assert est.privacy_events_[3].epsilon > basic[0].epsilon and est.privacy_events_[4].sigma < basic[1].sigma
     assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-5) and est.privacy_spent_.delta <= 1e-5
     assert set(est.support_) == set(np.flatnonzero(coef))
     assert np.linalg.norm(est.coef_ - coef) / np.linalg.norm(coef) < 0.3

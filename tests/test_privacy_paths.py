@@ -342,7 +342,7 @@ def test_dp_grid_search_refuses_a_regressor_without_label_bound_before_spending(
     real = search_module._fit_one
     monkeypatch.setattr(search_module, "_fit_one", lambda e, X, y: fits.append(e) or real(e, X, y))
     ledger = PrivacyLedger(10.0, 1e-4)
-    for est, grid in [(DPSparseLinearRegression(), {"n_nonzero_coefs": [1, 3]}),
+    for est, grid in [(DPSparseLinearRegression(label_bound=None), {"n_nonzero_coefs": [1, 3]}),
                       (DPSparseLinearRegression(label_bound=2.0), {"label_bound": [2.0, None]})]:
         with pytest.raises(ValueError, match="label_bound"):
             DPGridSearchCV(est, grid, epsilon=1.0).fit(X, y, privacy_ledger=ledger)
