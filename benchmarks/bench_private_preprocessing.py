@@ -60,10 +60,10 @@ def main(seeds):
             'StandardScaler + data_norm="auto"': lambda eps, s: make_pipeline(
                 StandardScaler(), make(eps, s, "auto")),
             'DPStandardScaler + data_norm="auto" (total)': lambda eps, s: set_pipeline_budget(
-                make_pipeline(DPStandardScaler(bounds=(lo, hi), random_state=s), make(eps, s, "auto")),
+                make_pipeline(DPStandardScaler(bounds=(lo, hi), random_state=1000 + s), make(eps, s, "auto")),
                 eps, 1e-5, n_samples=len(ytr), n_features=d),
             'DPStandardScaler(clip_norm="auto") + "auto"': lambda eps, s: set_pipeline_budget(
-                make_pipeline(DPStandardScaler(bounds=(lo, hi), clip_norm="auto", random_state=s),
+                make_pipeline(DPStandardScaler(bounds=(lo, hi), clip_norm="auto", random_state=1000 + s),
                               make(eps, s, "auto")),
                 eps, 1e-5, n_samples=len(ytr), n_features=d),
         }
