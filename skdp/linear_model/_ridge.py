@@ -396,8 +396,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         directions the data spreads over. So the cross-over falls with ``p``
         (measured R^2 at epsilon = 1 on ``X ~ N(0, I/d)``, ``w ~ N(0, I)``, noise 0.3,
         the design of ``benchmarks/bench_defaults.py`` at smaller ``n``, 10-12
-        seeds): with ``d = 5`` and ``n * epsilon = 350 p`` ``dp_gd`` 0.735 against
-        ``adassp`` 0.580; ``d = 10``: 0.585 against 0.13 at ``191 p``, 0.65 against
+        seeds; ``benchmarks/bench_ridge_rules.py`` prints the table): with
+        ``d = 5`` and ``n * epsilon = 350 p`` ``dp_gd`` 0.735 against ``adassp``
+        0.580; ``d = 10``: 0.585 against 0.13 at ``191 p``, 0.65 against
         0.66 at ``382 p``, 0.62 against 0.80 at ``955 p``; ``d = 15``: 0.515 against
         0.722 at ``175 p``; ``d = 20``: 0.368 against 0.513 at ``100 p``. At few
         columns and moderate ``n * epsilon`` AdaSSP's release of ``X^T y`` is barely

@@ -89,7 +89,7 @@ class DPGradientDescent(Solver):
         ones). On diabetes (``n = 309``) at epsilon = 1 the solver's share
         (``n epsilon = 232`` after the bound selections) gets 4 steps instead of
         3: R^2 0.305 +- 0.014 instead of 0.277 +- 0.014 (40 splits; 4 to 6 steps
-        score 0.30-0.31, 8 steps 0.25). The same data standardised by a private
+        score 0.30-0.31, 8 steps 0.25; ``benchmarks/bench_ridge_rules.py``). The same data standardised by a private
         scaler with a public label range twice as wide (``n epsilon = 185``)
         prefers 3 steps (R^2 0.166, 0.179, 0.194 on three splits) to 4 (0.142,
         0.153, 0.186) or 5 (0.091, 0.065, 0.108), which bounds the coefficient.
