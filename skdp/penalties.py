@@ -206,11 +206,16 @@ class NormBall:
         """``argmin_{||w||_p <= radius} <g, w>``; ``<g, w> = -radius ||g||_q``.
 
         ``w = -radius sign(g) |g|^(q-1) / ||g||_q^(q-1)``, computed after
-        dividing ``g`` by ``max |g_j|`` so that large ``q`` does not overflow.
+        dividing ``g`` by ``max |g_j|`` so that large ``q`` does not overflow
+        (for ``p = 2``, ``-radius g / ||g||_2`` directly when ``1e-150 < ||g||_2 < 1e150``).
         For ``p = 1`` the vertex ``-radius sign(g_j) e_j`` at ``j = argmax |g_j|``.
         """
         g = np.asarray(g, dtype=float)
-        top = float(np.max(np.abs(g))) if g.size else 0.0
+        if self.p == 2.0 and g.dtype == np.float64:
+            norm = _l2_norm(g)  # one pass; the rescaled path below where ||g||^2 could under- or overflow
+            if 1e-150 < norm < 1e150:
+                return g * (-self.radius / norm)
+        top = float(np.abs(g).max()) if g.size else 0.0
         if top == 0.0:
             return np.zeros_like(g)
         if self.p == 1.0:

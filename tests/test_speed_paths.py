@@ -247,3 +247,61 @@ def test_mini_batch_gradients_equal_mean_gradient(kind, weighted):
             g1, g0 = problem.mean_gradient_pair(w1, w0, rows, n_total=30.0)
             np.testing.assert_allclose(problem.batch_gradient_difference(w1, w0, rows, 30.0), g1 - g0,
                                        rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("solver", ["noisy_sgd", "dp_svrg", "dp_svrg_pp", "dp_srm", "dp_lssgd", "rrpsgd"])
+def test_rows_gathered_ahead_give_the_same_fit(monkeypatch, solver):
+    """The mini-batch rows gathered on the worker thread (`skdp.solvers._base.RowPrefetch`) are the rows a step
+    would gather itself: the fit is bit-identical, every step takes its rows from the worker, and no worker is
+    left running after the fit."""
+    import threading
+
+    import skdp.solvers._base as base
+    from skdp import DPLogisticRegression, DPRidge
+
+    rng = np.random.RandomState(3)
+    X = rng.randn(3000, 8) / 2.0
+    y = X @ rng.randn(8) + 0.2 * rng.randn(3000)
+    served = []
+    get = base.RowPrefetch.get
+
+    def counting_get(self, rows):
+        out = get(self, rows)
+        served.append(out is not None)
+        return out
+
+    def fits():
+        kw = dict(solver=solver, data_norm=2.0, random_state=5)
+        return [DPRidge(1.0, label_bound=4.0, **kw).fit(X, y).coef_,
+                DPLogisticRegression(1.0, classes=[0, 1], **kw).fit(X, (y > 0).astype(int)).coef_]
+
+    monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 1 << 62)
+    direct = fits()
+    monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 0)
+    monkeypatch.setattr(base, "PREFETCH_BLOCK_BYTES", 3000)  # many blocks of a few steps each
+    monkeypatch.setattr(base.RowPrefetch, "get", counting_get)
+    ahead = fits()
+    for a, b in zip(direct, ahead):
+        np.testing.assert_array_equal(a, b)
+    assert served and all(served)
+    assert not [t for t in threading.enumerate() if t.name.startswith("skdp-rows")]
+
+
+def test_row_prefetch_serves_only_the_registered_arrays():
+    """A step's rows are looked up by the very array registered (a copy with the same values is not served,
+    so a caller can never be handed rows it did not ask for), in blocks of whole steps."""
+    from skdp.solvers._base import RowPrefetch
+
+    source = np.arange(40.0).reshape(20, 2)
+    table = np.arange(20.0)[:, None] * 10
+    steps = [np.array([1, 5]), np.array([0, 2, 19]), np.array([], dtype=int), np.array([7])]
+    prefetch = RowPrefetch(source, table)
+    try:
+        prefetch.add(steps)
+        assert prefetch.get(steps[1].copy()) is None
+        for rows in steps:
+            got_source, got_table = prefetch.get(rows)
+            np.testing.assert_array_equal(got_source, source[rows])
+            np.testing.assert_array_equal(got_table, table[rows])
+    finally:
+        prefetch.close()

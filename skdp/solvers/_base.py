@@ -3,6 +3,7 @@ generator, and returns coefficients plus the list of events it released."""
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -18,8 +19,15 @@ from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows", "secure_noise_option", "selection_secure_option", "secure_repeated_plan",
+           "report_phase", "batch_rows", "RowPrefetch", "secure_noise_option", "selection_secure_option", "secure_repeated_plan",
            "secure_zcdp_rho", "noisy_release", "select", "secure_selection_plan"]
+
+#: the mini-batch rows of a dense float64 design of at least this many bytes are gathered ahead (:class:`RowPrefetch`)
+PREFETCH_MIN_BYTES = 1 << 24
+#: :class:`RowPrefetch` gathers whole steps in blocks of about this many bytes of rows (at least one step)
+PREFETCH_BLOCK_BYTES = 1 << 22
+#: :class:`RowPrefetch` keeps this many blocks gathered or being gathered ahead of the one in use
+PREFETCH_DEPTH = 2
 
 #: ``verbose >= 1``: progress lines are printed once a solver has run this many seconds
 PROGRESS_AFTER = 1.0
@@ -96,6 +104,92 @@ def report_phase(problem, text):
     progress = getattr(problem, "progress", None)
     if progress is not None:
         progress.phase(text)
+
+
+def _gather(source, table, rows):
+    """The worker's job: ``(source[rows], table[rows])`` (two copies that numpy runs without the GIL)."""
+    return take_rows(source, rows), take_rows(table, rows)
+
+
+class RowPrefetch:
+    """The rows of the coming mini-batch steps, gathered on one worker thread while a step computes.
+
+    Poisson subsampling draws the batches before the data is read (they must
+    not depend on it), so while one step computes, the rows of the next are
+    known. Gathering a random row of a large array is a memory-bound copy
+    (one cache miss after another) that numpy runs without holding the GIL,
+    so one worker thread copies the raw rows (``source[rows]``) and the row
+    table's entries of later steps, by blocks of whole steps of about
+    :data:`PREFETCH_BLOCK_BYTES`, keeping :data:`PREFETCH_DEPTH` blocks ahead
+    of the step being computed. The values are the same copies
+    :meth:`Problem.batch_sum` makes without it, so a fit is bit-identical;
+    only the time changes. Nothing random happens on the worker: it reads
+    index arrays that the solver's generator has already drawn, in the order
+    drawn.
+
+    :meth:`add` registers one chunk of steps (their index arrays, in order),
+    :meth:`get` returns ``(rows of source, rows of table)`` for one of those
+    exact arrays (``None`` for any other), and :meth:`close` stops the
+    worker (pending gathers are cancelled) and detaches it from its problem.
+    """
+
+    def __init__(self, source, table, owner=None):
+        self._source, self._table, self._owner = source, table, owner
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skdp-rows")
+        self._block_rows = max(1, PREFETCH_BLOCK_BYTES // max(source.itemsize * source.shape[1], 1))
+        self._where = {}  # id(step's rows) -> (those rows, block number, start, end)
+        self._blocks = []  # block number -> [its rows (the steps' concatenated), its future or None, its step ids]
+        self._submitted = 0  # blocks before this one have been submitted
+        self._released = 0  # blocks before this one have been freed
+
+    def add(self, steps):
+        """Register the index arrays of consecutive steps (kept alive here until their block is done)."""
+        block, size = [], 0
+        for rows in steps:
+            block.append(rows)
+            size += len(rows)
+            if size >= self._block_rows:
+                self._add_block(block)
+                block, size = [], 0
+        if block:
+            self._add_block(block)
+        self._submit_until(self._released + PREFETCH_DEPTH + 1)
+
+    def _add_block(self, steps):
+        number, start = len(self._blocks), 0
+        for rows in steps:
+            self._where[id(rows)] = (rows, number, start, start + len(rows))
+            start += len(rows)
+        rows = np.concatenate(steps) if len(steps) > 1 else np.asarray(steps[0])
+        self._blocks.append([rows, None, [id(r) for r in steps]])
+
+    def _submit_until(self, stop):
+        while self._submitted < min(stop, len(self._blocks)):
+            block = self._blocks[self._submitted]
+            block[1] = self._pool.submit(_gather, self._source, self._table, block[0])
+            self._submitted += 1
+
+    def get(self, rows):
+        """``(source[rows], table[rows])`` gathered ahead, for a registered step's own index array; else ``None``."""
+        entry = self._where.get(id(rows))
+        if entry is None or entry[0] is not rows:
+            return None
+        _, number, start, end = entry
+        for old in range(self._released, number):  # blocks before this one are done with: free them
+            for key in self._blocks[old][2]:
+                self._where.pop(key, None)
+            self._blocks[old] = None
+        self._released = max(self._released, number)
+        self._submit_until(number + PREFETCH_DEPTH + 1)
+        source_rows, table_rows = self._blocks[number][1].result()
+        return source_rows[start:end], (None if table_rows is None else table_rows[start:end])
+
+    def close(self):
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._where.clear()
+        self._blocks = []
+        if self._owner is not None and self._owner._prefetch is self:
+            self._owner._prefetch = None
 
 
 @dataclass
@@ -241,6 +335,10 @@ class Problem:
     _screened: object = field(default=None, init=False, repr=False, compare=False)
     #: ``(names, table)``: the per-row values the mini-batch steps read, side by side (see :meth:`batch_terms`)
     _row_table: object = field(default=None, init=False, repr=False, compare=False)
+    #: the :class:`RowPrefetch` of the mini-batch steps being run, if any (see :meth:`row_prefetch`)
+    _prefetch: object = field(default=None, init=False, repr=False, compare=False)
+    #: ``(dense rows, clip)`` of the mini-batch steps, made on first use (see :meth:`_batch_constants`)
+    _batch: object = field(default=None, init=False, repr=False, compare=False)
 
     def mean_gradient(self, coef, rows=None, n_total=None, remaining=None):
         """Mean clipped per-example gradient at ``coef`` (over ``rows`` when given; see :func:`clipped_mean_gradient`).
@@ -291,21 +389,28 @@ class Problem:
         G = G / (_batch_size(rows) if n_total is None else n_total)
         return G[:, 0], G[:, 1]
 
-    def batch_terms(self, rows):
-        """What a scalar loss's mini-batch step reads of ``rows`` besides ``X``, from one gather.
+    def _dense_rows(self):
+        """The raw ``float64`` array whose gathered rows :meth:`batch_sum` multiplies directly, or ``None``.
 
-        A dict of ``(m,)`` arrays: ``"y"``, ``"norms"`` (the row norms,
-        ``None`` when the problem has none), ``"weights"`` (``None`` without sample weights), and a
-        lazy design's clipping factors ``"f"`` and intercept values ``"c"``
-        (``None``, or the design's constant for ``"c"``, when not per row).
-        They are kept side by side in one ``(n, k)`` table made on first use
-        (``k <= 5``), so a step reads one short row per sampled row instead of
-        one element of each array (each a cache miss at random rows); the
-        values are the arrays' own.
+        A lazy design without entry winsorising over a ``float64`` array, or a
+        dense ``float64`` array; any other design goes through its own operators.
         """
         X = self.X
-        design = isinstance(X, BoundedDesign)
+        if isinstance(X, BoundedDesign):
+            return X._X if X._clip is None and isinstance(X._X, np.ndarray) and X._X.dtype == np.float64 else None
+        return X if isinstance(X, np.ndarray) and X.dtype == np.float64 else None
+
+    def _row_values(self):
+        """``(names, table)``: the per-row values a scalar loss's mini-batch step reads besides ``X``, side by side.
+
+        ``table`` is ``(n, k)`` (``k <= 5``), made on first use, with a column
+        per name among ``"y"``, ``"norms"``, ``"weights"``, and a lazy
+        design's clipping factors ``"f"`` and per-row intercept values
+        ``"c"``, each the array's own values.
+        """
         if self._row_table is None:
+            X = self.X
+            design = isinstance(X, BoundedDesign)
             columns = {"y": self.y, "norms": self.norms,
                        "weights": self.sample_weight, "f": X._f if design else None,
                        "c": X._c if design and isinstance(X._c, np.ndarray) else None}
@@ -314,8 +419,39 @@ class Problem:
             for j, name in enumerate(names):
                 table[:, j] = columns[name]
             self._row_table = (names, table)
-        names, table = self._row_table
-        values = np.ascontiguousarray(take_rows(table, rows).T)
+        return self._row_table
+
+    def row_prefetch(self):
+        """A :class:`RowPrefetch` for the mini-batch steps about to run, or ``None`` when it would not pay.
+
+        Only for a scalar loss whose steps go through :meth:`batch_sum`'s
+        direct products (see :meth:`_dense_rows`), with ``X`` of at least
+        :data:`PREFETCH_MIN_BYTES` (smaller arrays stay in cache, and a gather
+        costs little), and when no other prefetch is running on this problem.
+        While it runs, :meth:`batch_sum` takes the rows it has gathered.
+        """
+        source = self._batch_constants()[0] if self.loss is not None and self.loss.scalar else None
+        if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None:
+            return None
+        self._prefetch = RowPrefetch(source, self._row_values()[1], owner=self)
+        return self._prefetch
+
+    def batch_terms(self, rows, values=None):
+        """What a scalar loss's mini-batch step reads of ``rows`` besides ``X``, from one gather.
+
+        A dict of ``(m,)`` arrays: ``"y"``, ``"norms"`` (the row norms,
+        ``None`` when the problem has none), ``"weights"`` (``None`` without sample weights), and a
+        lazy design's clipping factors ``"f"`` and intercept values ``"c"``
+        (``None``, or the design's constant for ``"c"``, when not per row).
+        They are kept side by side in one ``(n, k)`` table (:meth:`_row_values`),
+        so a step reads one short row per sampled row instead of one element
+        of each array (each a cache miss at random rows); ``values``: those
+        rows of the table, already gathered (by :class:`RowPrefetch`).
+        """
+        X = self.X
+        design = isinstance(X, BoundedDesign)
+        names, table = self._row_values()
+        values = np.ascontiguousarray((take_rows(table, rows) if values is None else values).T)
         terms = {"norms": None, "weights": None, "f": None, "c": X._c if design else None}
         terms.update(zip(names, values))
         return terms
@@ -324,23 +460,36 @@ class Problem:
         """``derivative(Z)``: the per-example derivatives at margins ``Z`` (scalar loss; ``(m, k)``, a column per
         point) of the rows of ``terms`` (:meth:`batch_terms`), clipped to :attr:`clip` column by column, then
         weighted (every column gets the same elementwise operations as one point alone)."""
-        loss, clip, y = self.loss, self.clip, terms["y"][:, None]
-        norms, weights = terms["norms"], terms["weights"]
+        return lambda Z: self._clipped(Z, terms)
 
-        def derivative(Z):
-            S = loss.derivative(Z, y)
-            if clip is not None:
-                S = clip_derivatives(S, norms, clip)
-            return S if weights is None else weigh(S, weights)
+    def _clipped(self, Z, terms):
+        """:meth:`clipped_derivatives` of ``terms`` at ``Z``."""
+        clip = self._batch_constants()[1]
+        S = self.loss.derivative(Z, terms["y"][:, None])
+        if clip is not None:
+            S = clip_derivatives(S, terms["norms"], clip)
+        weights = terms["weights"]
+        return S if weights is None else weigh(S, weights)
 
-        return derivative
+    def _clipped_one(self, Z, terms):
+        return self._clipped(Z, terms)[:, 0]
+
+    def _clipped_difference(self, Z, terms):
+        S = self._clipped(Z, terms)
+        return S[:, 0] - S[:, 1]
+
+    def _batch_constants(self):
+        """``(dense rows, clip)`` of the mini-batch steps: :meth:`_dense_rows` and :attr:`clip`, made once."""
+        if self._batch is None:
+            self._batch = (self._dense_rows(), self.clip)
+        return self._batch
 
     def batch_gradient(self, coef, rows, n_total):
         """``mean_gradient(coef, rows=rows, n_total=n_total)`` of a mini-batch (by :meth:`batch_sum` for a scalar loss)."""
         if not (self.loss.scalar and np.ndim(coef) == 1):
             return self.mean_gradient(coef, rows=rows, n_total=n_total)
         report_rows(self, len(rows))
-        g = self.batch_sum((coef,), lambda Z, terms: self.clipped_derivatives(terms)(Z)[:, 0], rows)
+        g = self.batch_sum((coef,), self._clipped_one, rows)
         g /= n_total
         return g
 
@@ -351,12 +500,7 @@ class Problem:
             g1, g0 = self.mean_gradient_pair(coef1, coef0, rows, n_total=n_total)
             return g1 - g0
         report_rows(self, 2 * len(rows))
-
-        def difference(Z, terms):
-            S = self.clipped_derivatives(terms)(Z)
-            return S[:, 0] - S[:, 1]
-
-        g = self.batch_sum((coef1, coef0), difference, rows)
+        g = self.batch_sum((coef1, coef0), self._clipped_difference, rows)
         g /= n_total
         return g
 
@@ -374,16 +518,20 @@ class Problem:
         products take less time than one of two columns. The result is
         ``(p,)``; not counted towards the progress (see :func:`report_rows`).
         """
-        rows = np.asarray(rows)
         X = self.X
-        terms = self.batch_terms(rows)
-        design = isinstance(X, BoundedDesign) and X._clip is None and X._X.dtype == np.float64
-        if design or (isinstance(X, np.ndarray) and X.dtype == np.float64):
-            B, f, c = take_rows(X._X if design else X, rows), terms["f"], terms["c"]
+        source = self._batch_constants()[0]
+        if source is not None:
+            gathered = self._prefetch.get(rows) if self._prefetch is not None else None
+            if gathered is None:
+                rows = np.asarray(rows)
+                B, terms = take_rows(source, rows), self.batch_terms(rows)
+            else:
+                B, terms = gathered[0], self.batch_terms(rows, gathered[1])
+            f, c = terms["f"], terms["c"]
             d = B.shape[1]
             Z = np.empty((len(points), B.shape[0]))  # row j: the margins at point j (Z.T is (m, k))
             for z, w in zip(Z, points):
-                z[:] = B @ (w[:d] if c is not None else w)
+                np.dot(B, w[:d] if c is not None else w, out=z)
                 if f is not None:
                     z *= f
                 if c is not None:
@@ -394,8 +542,10 @@ class Problem:
                 out[d] = c @ S if isinstance(c, np.ndarray) else c * S.sum()
             if f is not None:
                 S = S * f
-            out[:d] = S @ B
+            np.dot(S, B, out=out[:d])
             return out
+        rows = np.asarray(rows)
+        terms = self.batch_terms(rows)
         Xb = batch_rows(X, rows)  # any other design: one gather, products through its own operators
         S = derivative(np.column_stack([np.asarray(Xb @ w) for w in points]), terms)
         return np.asarray(Xb.T @ S).ravel()

@@ -406,7 +406,7 @@ def _bernoulli_positions(rng, n, q):
 POISSON_CHUNK_ROWS = 1 << 20
 
 
-def poisson_batches(rng, n, q, steps):
+def poisson_batches(rng, n, q, steps, problem=None):
     """The index arrays of ``steps`` independent Poisson samples of ``n`` rows (each row w.p. ``q``), one per step.
 
     The same law as ``steps`` calls of :func:`poisson_sample` (a different
@@ -418,6 +418,12 @@ def poisson_batches(rng, n, q, steps):
     step costs no Python of its own. The batches are data-independent, as the
     accountant's Poisson subsampling requires. Yields each step's sorted
     indices (a read-only view into the chunk's array).
+
+    ``problem``: the :class:`~skdp.solvers.Problem` whose rows the steps read;
+    when it offers a :meth:`~skdp.solvers.Problem.row_prefetch`, each chunk's
+    steps are registered with it as soon as they are drawn, so their rows
+    are gathered on a worker thread ahead of the steps (the same values;
+    nothing is drawn ahead of the generator's order).
     """
     steps = int(steps)
     if q >= 1:
@@ -426,17 +432,22 @@ def poisson_batches(rng, n, q, steps):
         for _ in range(steps):
             yield rows
         return
-    chunk = max(1, min(steps, int(POISSON_CHUNK_ROWS / max(q * n, 1.0))))
-    for first in range(0, steps, chunk):
-        k = min(chunk, steps - first)
-        positions = _bernoulli_positions(rng, k * n, q)
-        ends = np.searchsorted(positions, n * np.arange(1, k + 1))
-        rows = positions % n
-        rows.setflags(write=False)
-        start = 0
-        for end in ends.tolist():
-            yield rows[start:end]
-            start = end
+    prefetch = problem.row_prefetch() if problem is not None and steps > 1 else None
+    try:
+        chunk = max(1, min(steps, int(POISSON_CHUNK_ROWS / max(q * n, 1.0))))
+        for first in range(0, steps, chunk):
+            k = min(chunk, steps - first)
+            positions = _bernoulli_positions(rng, k * n, q)
+            ends = np.searchsorted(positions, n * np.arange(1, k + 1))
+            rows = positions % n
+            rows.setflags(write=False)
+            batches = np.split(rows, ends[:-1])
+            if prefetch is not None:
+                prefetch.add(batches)
+            yield from batches
+    finally:
+        if prefetch is not None:
+            prefetch.close()
 
 
 @lru_cache(maxsize=256)
@@ -547,7 +558,7 @@ class DPSVRG(Solver):
         n = problem.n
         full = problem.mean_gradient(snapshot, remaining=remaining)
         avg = np.zeros_like(w)
-        draws = zip(poisson_batches(rng, n, b / n, steps), gaussian_noise_steps(rng, sigma, steps, w.shape))
+        draws = zip(poisson_batches(rng, n, b / n, steps, problem), gaussian_noise_steps(rng, sigma, steps, w.shape))
         for rows, noise in draws:
             diff = problem.batch_gradient_difference(w, snapshot, rows, b) if rows.size else 0.0
             w = problem.penalty.prox(w - eta * (diff + full + noise), eta)

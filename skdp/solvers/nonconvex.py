@@ -228,7 +228,7 @@ class DPLSSGD(_PoissonSolver):
         eta = self.learning_rate(problem)
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
-        steps = zip(poisson_batches(rng, n, q, T), gaussian_noise_steps(rng, std, T, w.shape))
+        steps = zip(poisson_batches(rng, n, q, T, problem), gaussian_noise_steps(rng, std, T, w.shape))
         for t, (rows, noise) in enumerate(steps, start=1):
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
             g = g + noise  # noise first, then smoothing (post-processing)
@@ -302,7 +302,7 @@ class RRPSGD(_PoissonSolver):
         eta = self.step_size(problem, std, N)
         R = int(rng.randint(1, N + 1))  # drawn before the data is read; P is uniform for a constant step
         w = np.zeros(problem.coef_shape)
-        for rows, noise in zip(poisson_batches(rng, n, q, R), gaussian_noise_steps(rng, std, R, w.shape)):
+        for rows, noise in zip(poisson_batches(rng, n, q, R, problem), gaussian_noise_steps(rng, std, R, w.shape)):
             g = self.batch_mean(problem, w, rows, b) + self.penalty_gradient(problem, w)
             w = w - eta * (g + noise)
         info = {"batch_size": b, "learning_rate": eta, "noise_multiplier": z, "rounds": R, "max_rounds": N}
@@ -425,7 +425,7 @@ class DPSRM(_PoissonSolver):
         v = (self._clipped_sum(problem, rows, theta, G) / b0 + self.penalty_gradient(problem, theta)
              + gaussian_noise(rng, std0, theta.shape))
         chosen = theta if pick == 0 else None
-        steps = zip(poisson_batches(rng, n, b / n, T - 1), gaussian_noise_steps(rng, std, T - 1, theta.shape))
+        steps = zip(poisson_batches(rng, n, b / n, T - 1, problem), gaussian_noise_steps(rng, std, T - 1, theta.shape))
         for t, (rows, noise) in enumerate(steps, start=1):
             new = theta - eta * v
             contrib = np.zeros_like(theta)

@@ -71,6 +71,8 @@ class NoisySGD(Solver):
                             "continuous Gaussian (Mironov, Talwar, Zhang 2019), which the accountant does not "
                             "extend to the discrete Gaussian; use solver='dp_gd' for floating-point-safe gradients")
     default_max_steps = 2000
+    #: its steps read their rows through :meth:`Problem.batch_sum`, so they can be gathered ahead
+    prefetch_rows = True
 
     def make_constraint(self, options, radius):
         return NormBall(2.0, radius)
@@ -127,7 +129,8 @@ class NoisySGD(Solver):
         w = np.zeros(problem.coef_shape)
         avg = np.zeros_like(w)
         # every step's batch and noise drawn by chunks of steps (the same law as step by step)
-        for rows, noise in zip(poisson_batches(rng, n, q, T), gaussian_noise_steps(rng, sigma, T, w.shape)):
+        for rows, noise in zip(poisson_batches(rng, n, q, T, problem if self.prefetch_rows else None),
+                               gaussian_noise_steps(rng, sigma, T, w.shape)):
             g = self.batch_gradient(problem, plan, w, rows, m) if rows.size else 0.0
             w = ball.project(w - eta * (g + alpha * w + noise))
             avg += w
@@ -158,6 +161,7 @@ class NoisySGDMoreau(NoisySGD):
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 4 (Thm 4.4)"
     requires = frozenset({"moreau_envelope"})
+    prefetch_rows = False  # its envelope gradient gathers the rows itself
     summary = "noisy SGD on the Moreau envelope of the hinge loss (closed-form prox), Poisson sampling"
     defaults = "beta = (G/M) min(sqrt(n)/4, eps n/(8 sqrt(d ln(1/delta)))); T, m, eta as noisy_sgd"
 
