@@ -280,6 +280,10 @@ def test_rows_gathered_ahead_give_the_same_fit(monkeypatch, solver):
     monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 0)
     monkeypatch.setattr(base, "PREFETCH_BLOCK_BYTES", 3000)  # many blocks of a few steps each
     monkeypatch.setattr(base.RowPrefetch, "get", counting_get)
+    monkeypatch.setattr(base, "_cpus", lambda: 1)  # one CPU: no worker
+    assert all(np.array_equal(a, b) for a, b in zip(direct, fits()))
+    assert not served
+    monkeypatch.setattr(base, "_cpus", lambda: 2)
     ahead = fits()
     for a, b in zip(direct, ahead):
         np.testing.assert_array_equal(a, b)

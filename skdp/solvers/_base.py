@@ -2,6 +2,7 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -104,6 +105,14 @@ def report_phase(problem, text):
     progress = getattr(problem, "progress", None)
     if progress is not None:
         progress.phase(text)
+
+
+def _cpus():
+    """The number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
 
 
 def _gather(source, table, rows):
@@ -427,11 +436,12 @@ class Problem:
         Only for a scalar loss whose steps go through :meth:`batch_sum`'s
         direct products (see :meth:`_dense_rows`), with ``X`` of at least
         :data:`PREFETCH_MIN_BYTES` (smaller arrays stay in cache, and a gather
-        costs little), and when no other prefetch is running on this problem.
+        costs little), when the process may run on more than one CPU, and when
+        no other prefetch is running on this problem.
         While it runs, :meth:`batch_sum` takes the rows it has gathered.
         """
         source = self._batch_constants()[0] if self.loss is not None and self.loss.scalar else None
-        if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None:
+        if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None or _cpus() < 2:
             return None
         self._prefetch = RowPrefetch(source, self._row_values()[1], owner=self)
         return self._prefetch
