@@ -280,10 +280,10 @@ def test_rows_gathered_ahead_give_the_same_fit(monkeypatch, solver):
     monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 0)
     monkeypatch.setattr(base, "PREFETCH_BLOCK_BYTES", 3000)  # many blocks of a few steps each
     monkeypatch.setattr(base.RowPrefetch, "get", counting_get)
-    monkeypatch.setattr(base, "_cpus", lambda: 1)  # one CPU: no worker
+    monkeypatch.setattr(base, "cpus", lambda: 1)  # one CPU: no worker
     assert all(np.array_equal(a, b) for a, b in zip(direct, fits()))
     assert not served
-    monkeypatch.setattr(base, "_cpus", lambda: 2)
+    monkeypatch.setattr(base, "cpus", lambda: 2)
     ahead = fits()
     for a, b in zip(direct, ahead):
         np.testing.assert_array_equal(a, b)
@@ -309,3 +309,23 @@ def test_row_prefetch_serves_only_the_registered_arrays():
             np.testing.assert_array_equal(got_table, table[rows])
     finally:
         prefetch.close()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gram_split_over_two_threads_equals_the_direct_product(monkeypatch, weighted):
+    """A narrow design's sufficient statistics, the halves of its row blocks summed on two threads, are
+    ``[A, y]^T W [A, y]`` of the clipped array (to summation order), on one CPU as on two."""
+    import skdp.bounds as bounds
+
+    rng = np.random.RandomState(8)
+    X = _rows(n=700, d=6)
+    b = bound_features(X, 2.0, True, None, lazy=True)
+    y, w = rng.randn(700), (rng.rand(700) if weighted else None)
+    A = np.column_stack([bound_features(X, 2.0, True, None).X, y])
+    want = A.T @ (A * (1.0 if w is None else w[:, None]))
+    monkeypatch.setattr(BoundedDesign, "_block", 64)  # 11 blocks: split in two
+    for n_cpus in (1, 2):
+        monkeypatch.setattr(bounds, "cpus", lambda: n_cpus)
+        got = b.X.gram(weights=w, extra=y)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got, got.T)

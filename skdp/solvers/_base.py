@@ -2,7 +2,6 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -11,6 +10,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils._param_validation import StrOptions
 
+from .._blas import cpus
 from ..bounds import BoundedDesign
 from ..losses import (CAPABILITIES, LOSSES, ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient,
                       get_loss, take_rows, weigh)
@@ -105,14 +105,6 @@ def report_phase(problem, text):
     progress = getattr(problem, "progress", None)
     if progress is not None:
         progress.phase(text)
-
-
-def _cpus():
-    """The number of CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def _gather(source, table, rows):
@@ -441,7 +433,7 @@ class Problem:
         While it runs, :meth:`batch_sum` takes the rows it has gathered.
         """
         source = self._batch_constants()[0] if self.loss is not None and self.loss.scalar else None
-        if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None or _cpus() < 2:
+        if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None or cpus() < 2:
             return None
         self._prefetch = RowPrefetch(source, self._row_values()[1], owner=self)
         return self._prefetch

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian
 from ..privacy.discrete import secure_gaussian_sensitivity
+from .._blas import blas_threads_for
 from ._base import (Solver, SolverPlan, SolverResult, noisy_release, register, report_phase, report_rows,
                     secure_noise_option, secure_zcdp_rho, unit_interval_option)
 
@@ -110,12 +111,18 @@ class AdaSSP(Solver):
         return SolverPlan(events, sigmas[1], {"sigmas": sigmas, "rho": rho, "secure": (None, None, None)})
 
     def run(self, problem, plan, rng):
+        XtX, Xty = problem.gram()
+        report_rows(problem, problem.n)
+        report_phase(problem, "sufficient statistics X^T X, X^T y")
+        with blas_threads_for(problem.p):  # p x p eigendecompositions: small ones on one thread (skdp._blas)
+            return self._release_and_solve(problem, plan, rng, XtX, Xty)
+
+    @staticmethod
+    def _release_and_solve(problem, plan, rng, XtX, Xty):
+        """The three releases from the sufficient statistics, and the solve."""
         n, p = problem.n, problem.p
         s_min, s_xx, s_xy = plan.settings["sigmas"]
         rho = plan.settings["rho"]
-        XtX, Xty = problem.gram()
-        report_rows(problem, n)
-        report_phase(problem, "sufficient statistics X^T X, X^T y")
         # release 1: the smallest eigenvalue; a one-sided lower bound that holds with probability 1 - rho/3
         secure = plan.settings["secure"]
         lam_min = float(noisy_release(rng, np.linalg.eigvalsh(XtX)[:1], s_min, secure[0])[0])
