@@ -3,16 +3,18 @@
 OpenBLAS starts its threads for products far smaller than the ones where they
 pay. The sufficient statistics ``X^T X`` are accumulated block by block
 (:meth:`skdp.bounds.BoundedDesign.gram`, ``4096 x p`` blocks), and for a
-small ``p`` each block's product is a few million flops: on the 2-core
-machine behind the README's speed table, two threads made that pass two to
-three times slower than one, and left threads spinning into the next LAPACK
-call (a ``51 x 51`` ``eigh`` took 40 ms instead of 0.5).
-:func:`blas_threads_for` runs such work on one thread (and on one thread,
-OpenBLAS's general product ``B^T B`` of a narrow block took half the time of
-its ``syrk``, which computes only one triangle: measured at ``p = 52`` and
-``p = 97``, ``4096``-row blocks, 31 against 68 ms and 28 against 42 ms per
-pass). It uses threadpoolctl (a dependency of scikit-learn); without it the
-context does nothing.
+small ``p`` each block's product is a few million flops. On the 2-core
+machine behind the README's speed table, ``python
+benchmarks/bench_blas_threads.py`` timed one such pass (``p = 52``,
+``n = 200,000``; best / median of 7) at 89 / 157 ms with BLAS ``syrk`` on
+OpenBLAS's threads, 42 / 54 ms with ``syrk`` on one thread, 35 / 45 ms with
+the product ``B^T B`` on one thread (OpenBLAS's ``syrk`` of a narrow block is
+slower than the product it halves), and 32 / 37 ms as skdp runs it (the
+product on one thread per half of the blocks, the second half on a worker
+thread); the threaded pass also left the next small ``eigh`` slower.
+:func:`blas_threads_for` runs such work on one BLAS thread. It uses
+threadpoolctl (a dependency of scikit-learn); without it the context does
+nothing.
 """
 
 import contextlib

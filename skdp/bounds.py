@@ -386,7 +386,7 @@ class BoundedDesign:
                 B[:, p:] = extra[rows] if e > 1 or np.ndim(extra) == 2 else extra[rows][:, None]
             if weights is not None:  # B^T diag(w) B = (sqrt(w) B)^T (sqrt(w) B), the weights being >= 0
                 B *= np.sqrt(weights[rows])[:, None]
-            if small:  # on one thread, OpenBLAS's product of a narrow block is about twice as fast as its syrk
+            if small:  # on one thread, a narrow block's product beats OpenBLAS's syrk (bench_blas_threads.py)
                 out += B.T @ B
             else:  # the upper triangle of B^T B by syrk (half the flops), accumulated in place
                 out = _syrk(1.0, B.T, beta=1.0, c=out, trans=0, lower=0, overwrite_c=1)  # B.T: Fortran, no copy
