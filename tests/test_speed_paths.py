@@ -306,7 +306,7 @@ def test_row_prefetch_serves_only_the_registered_arrays():
         for rows in steps:
             got_source, got_table = prefetch.get(rows)
             np.testing.assert_array_equal(got_source, source[rows])
-            np.testing.assert_array_equal(got_table, table[rows])
+            np.testing.assert_array_equal(got_table, table[rows].T)
     finally:
         prefetch.close()
 

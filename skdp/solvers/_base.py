@@ -108,8 +108,9 @@ def report_phase(problem, text):
 
 
 def _gather(source, table, rows):
-    """The worker's job: ``(source[rows], table[rows])`` (two copies that numpy runs without the GIL)."""
-    return take_rows(source, rows), take_rows(table, rows)
+    """The worker's job: ``(source[rows], table[rows].T)``, the second one row per column of the table
+    (copies that numpy runs without the GIL), so a step reads each of its columns contiguously."""
+    return take_rows(source, rows), np.ascontiguousarray(take_rows(table, rows).T)
 
 
 class RowPrefetch:
@@ -129,7 +130,7 @@ class RowPrefetch:
     drawn.
 
     :meth:`add` registers one chunk of steps (their index arrays, in order),
-    :meth:`get` returns ``(rows of source, rows of table)`` for one of those
+    :meth:`get` returns ``(source[rows], table[rows].T)`` for one of those
     exact arrays (``None`` for any other), and :meth:`close` stops the
     worker (pending gathers are cancelled) and detaches it from its problem.
     """
@@ -171,7 +172,7 @@ class RowPrefetch:
             self._submitted += 1
 
     def get(self, rows):
-        """``(source[rows], table[rows])`` gathered ahead, for a registered step's own index array; else ``None``."""
+        """``(source[rows], table[rows].T)`` gathered ahead, for a registered step's own index array; else ``None``."""
         entry = self._where.get(id(rows))
         if entry is None or entry[0] is not rows:
             return None
@@ -183,7 +184,7 @@ class RowPrefetch:
         self._released = max(self._released, number)
         self._submit_until(number + PREFETCH_DEPTH + 1)
         source_rows, table_rows = self._blocks[number][1].result()
-        return source_rows[start:end], (None if table_rows is None else table_rows[start:end])
+        return source_rows[start:end], table_rows[:, start:end]
 
     def close(self):
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -448,12 +449,13 @@ class Problem:
         They are kept side by side in one ``(n, k)`` table (:meth:`_row_values`),
         so a step reads one short row per sampled row instead of one element
         of each array (each a cache miss at random rows); ``values``: those
-        rows of the table, already gathered (by :class:`RowPrefetch`).
+        rows of the table already gathered, one row per column (``(k, m)``, by
+        :class:`RowPrefetch`).
         """
         X = self.X
         design = isinstance(X, BoundedDesign)
         names, table = self._row_values()
-        values = np.ascontiguousarray((take_rows(table, rows) if values is None else values).T)
+        values = np.ascontiguousarray(take_rows(table, rows).T) if values is None else values
         terms = {"norms": None, "weights": None, "f": None, "c": X._c if design else None}
         terms.update(zip(names, values))
         return terms
