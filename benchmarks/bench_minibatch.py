@@ -86,7 +86,8 @@ def main(seeds=6):
             NoisySGD.default_max_steps = steps
             scores = [r2_score(yt, model(solver_options={"batch_size": batch}, random_state=s).fit(X, y).predict(Xt))
                       for s in range(seeds)]
-            print(f"  {steps:>5} steps of {batch:>5} rows: {np.mean(scores):.3f} +- {np.std(scores) / np.sqrt(seeds):.3f}")
+            sem = np.std(scores) / np.sqrt(seeds)
+            print(f"  {steps:>5} steps of {batch:>5} rows: {np.mean(scores):.3f} +- {sem:.3f}")
     finally:
         NoisySGD.default_max_steps = cap
 

@@ -20,8 +20,8 @@ from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows", "RowPrefetch", "secure_noise_option", "selection_secure_option", "secure_repeated_plan",
-           "secure_zcdp_rho", "noisy_release", "select", "secure_selection_plan"]
+           "report_phase", "batch_rows", "RowPrefetch", "secure_noise_option", "selection_secure_option",
+           "secure_repeated_plan", "secure_zcdp_rho", "noisy_release", "select", "secure_selection_plan"]
 
 #: the mini-batch rows of a dense float64 design of at least this many bytes are gathered ahead (:class:`RowPrefetch`)
 PREFETCH_MIN_BYTES = 1 << 24
