@@ -19,6 +19,7 @@ nothing.
 
 import contextlib
 import os
+import threading
 
 try:
     from threadpoolctl import ThreadpoolController
@@ -30,17 +31,42 @@ __all__ = ["SMALL_GRAM_COLUMNS", "blas_threads_for", "cpus"]
 #: products whose Gram matrix has at most this many columns run on one BLAS thread
 SMALL_GRAM_COLUMNS = 96
 
+_lock = threading.Lock()
 _controller = None
+_limiter = None  # the limit in force while _inside > 0
+_inside = 0  # threads inside a one-thread context
 
 
 def blas_threads_for(columns):
     """A context in which BLAS runs on one thread when ``columns <= SMALL_GRAM_COLUMNS`` (else unchanged)."""
-    global _controller
     if ThreadpoolController is None or columns > SMALL_GRAM_COLUMNS:
         return contextlib.nullcontext()
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+    return _one_blas_thread()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """BLAS on one thread: set by the first thread to enter, restored by the last to leave.
+
+    The limit is process-wide, so contexts of several threads (fits run in
+    threads) share one: a thread leaving while another is still inside
+    neither lifts the other's limit nor restores a limit it did not set.
+    """
+    global _controller, _limiter, _inside
+    with _lock:
+        if _inside == 0:
+            if _controller is None:
+                _controller = ThreadpoolController()
+            _limiter = _controller.limit(limits=1, user_api="blas")
+        _inside += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                _limiter.restore_original_limits()
+                _limiter = None
 
 
 def cpus():

@@ -329,3 +329,58 @@ def test_gram_split_over_two_threads_equals_the_direct_product(monkeypatch, weig
         got = b.X.gram(weights=w, extra=y)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(got, got.T)
+
+
+def test_one_blas_thread_contexts_of_several_threads_restore_the_limit_once(monkeypatch):
+    """Overlapping one-thread BLAS contexts (fits run in threads) share one limit: the first to enter sets it,
+    the last to leave restores it, so no thread lifts another's limit or restores one it did not set; a wide
+    product changes nothing. With the real BLAS, the limit holds inside and is undone after."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    import skdp._blas as blas
+
+    def blas_threads():
+        return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+
+    before = blas_threads()
+    with blas.blas_threads_for(10):
+        assert blas_threads() in ([1], [])
+    assert blas_threads() == before
+
+    log = []
+
+    class Limiter:
+        def __init__(self):
+            log.append("limit")
+
+        def restore_original_limits(self):
+            log.append("restore")
+
+    class Controller:
+        def limit(self, limits, user_api):
+            assert (limits, user_api) == (1, "blas")
+            return Limiter()
+
+    monkeypatch.setattr(blas, "_controller", Controller())
+    entered, leave_first = threading.Event(), threading.Event()
+
+    def first():
+        with blas.blas_threads_for(10):
+            entered.set()
+            leave_first.wait(5)
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert entered.wait(5)
+    with blas.blas_threads_for(10):
+        leave_first.set()
+        worker.join(5)  # the first context has left; this one is still inside
+        assert log == ["limit"]
+    assert log == ["limit", "restore"]
+    with blas.blas_threads_for(10 ** 6):  # a wide product: no limit
+        pass
+    with blas.blas_threads_for(10):
+        pass
+    assert log == ["limit", "restore", "limit", "restore"]
