@@ -34,24 +34,27 @@ SMALL_GRAM_COLUMNS = 96
 _lock = threading.Lock()
 _controller = None
 _limiter = None  # the limit in force while _inside > 0
-_inside = 0  # threads inside a one-thread context
+_inside = 0  # depth of the main thread's one-thread contexts
 
 
 def blas_threads_for(columns):
-    """A context in which BLAS runs on one thread when ``columns <= SMALL_GRAM_COLUMNS`` (else unchanged)."""
-    if ThreadpoolController is None or columns > SMALL_GRAM_COLUMNS:
+    """A context in which BLAS runs on one thread when ``columns <= SMALL_GRAM_COLUMNS`` (else unchanged).
+
+    Only in the main thread. The limit is process-wide, and OpenBLAS may
+    ignore a change of its thread count made from another thread once one has
+    been made (threadpoolctl supports limits set from the main thread), so a
+    fit run in another thread (a thread-based parallel backend) keeps BLAS's
+    threads as they are: a matter of speed only.
+    """
+    if (ThreadpoolController is None or columns > SMALL_GRAM_COLUMNS
+            or threading.current_thread() is not threading.main_thread()):
         return contextlib.nullcontext()
     return _one_blas_thread()
 
 
 @contextlib.contextmanager
 def _one_blas_thread():
-    """BLAS on one thread: set by the first thread to enter, restored by the last to leave.
-
-    The limit is process-wide, so contexts of several threads (fits run in
-    threads) share one: a thread leaving while another is still inside
-    neither lifts the other's limit nor restores a limit it did not set.
-    """
+    """BLAS on one thread (main thread only): set on the outermost entry, restored on its exit."""
     global _controller, _limiter, _inside
     with _lock:
         if _inside == 0:

@@ -52,7 +52,7 @@ from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, g
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
                                 private_label_set_gaussian_from_counts)
-from .solvers._base import Solver, SolverPlan, SolverResult
+from .solvers._base import Solver, SolverPlan, SolverResult, run_closing
 
 __all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection",
            "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes",
@@ -845,8 +845,8 @@ class OneVsRest:
         Y = np.asarray(problem.y)
         if Y.ndim != 2 or Y.shape[1] != self.n_classes:
             raise ValueError(f"one-vs-rest needs labels of shape (n_samples, {self.n_classes}), got {Y.shape}.")
-        results = [self.solver.run(dataclasses.replace(problem, y=np.ascontiguousarray(Y[:, c])),
-                                   plan.settings["plan"], rng) for c in range(self.n_classes)]
+        results = [run_closing(self.solver, dataclasses.replace(problem, y=np.ascontiguousarray(Y[:, c])),
+                               plan.settings["plan"], rng) for c in range(self.n_classes)]
         coef = np.stack([np.asarray(r.coef, dtype=float) for r in results], axis=-1)
         cb = plan.settings["class_budget"]
         info = dict(results[0].info, one_vs_rest=True, n_classes=self.n_classes,

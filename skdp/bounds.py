@@ -355,21 +355,25 @@ class BoundedDesign:
         pass gives ``[A, extra]^T [A, extra]`` (e.g. ``X^T y`` with ``X^T X``).
         A narrow product (at most :data:`~skdp._blas.SMALL_GRAM_COLUMNS` columns)
         runs on one BLAS thread per half of the blocks: the first half here, the
-        second on a worker thread when the process may use two CPUs, their sums
-        added at the end (a fixed split, so the result does not depend on the
-        threads' timing).
+        second on a worker thread when the process may use two CPUs (else here
+        too), their sums added at the end: a fixed split, so the result is the
+        same on one CPU or two, whatever the threads' timing.
         """
         e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
         columns = self.shape[1] + e
         small = columns <= SMALL_GRAM_COLUMNS
         blocks = list(self._blocks())
         with blas_threads_for(columns):  # a small block's product: one thread (see skdp._blas)
-            if small and len(blocks) >= 8 and cpus() >= 2:
+            if small and len(blocks) >= 8:
                 half = len(blocks) // 2
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="skdp-gram") as pool:
-                    second = pool.submit(self._gram_blocks, blocks[half:], weights, extra, small)
+                if cpus() >= 2:
+                    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="skdp-gram") as pool:
+                        second = pool.submit(self._gram_blocks, blocks[half:], weights, extra, small)
+                        out = self._gram_blocks(blocks[:half], weights, extra, small)
+                        out += second.result()
+                else:
                     out = self._gram_blocks(blocks[:half], weights, extra, small)
-                    out += second.result()
+                    out += self._gram_blocks(blocks[half:], weights, extra, small)
             else:
                 out = self._gram_blocks(blocks, weights, extra, small)
         return np.triu(out) + np.triu(out, 1).T

@@ -314,7 +314,7 @@ def test_row_prefetch_serves_only_the_registered_arrays():
 @pytest.mark.parametrize("weighted", [False, True])
 def test_gram_split_over_two_threads_equals_the_direct_product(monkeypatch, weighted):
     """A narrow design's sufficient statistics, the halves of its row blocks summed on two threads, are
-    ``[A, y]^T W [A, y]`` of the clipped array (to summation order), on one CPU as on two."""
+    ``[A, y]^T W [A, y]`` of the clipped array (to summation order), and the same bits on one CPU as on two."""
     import skdp.bounds as bounds
 
     rng = np.random.RandomState(8)
@@ -324,17 +324,21 @@ def test_gram_split_over_two_threads_equals_the_direct_product(monkeypatch, weig
     A = np.column_stack([bound_features(X, 2.0, True, None).X, y])
     want = A.T @ (A * (1.0 if w is None else w[:, None]))
     monkeypatch.setattr(BoundedDesign, "_block", 64)  # 11 blocks: split in two
+    grams = []
     for n_cpus in (1, 2):
         monkeypatch.setattr(bounds, "cpus", lambda: n_cpus)
         got = b.X.gram(weights=w, extra=y)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(got, got.T)
+        grams.append(got)
+    np.testing.assert_array_equal(grams[0], grams[1])  # the same bits on one CPU as on two
 
 
-def test_one_blas_thread_contexts_of_several_threads_restore_the_limit_once(monkeypatch):
-    """Overlapping one-thread BLAS contexts (fits run in threads) share one limit: the first to enter sets it,
-    the last to leave restores it, so no thread lifts another's limit or restores one it did not set; a wide
-    product changes nothing. With the real BLAS, the limit holds inside and is undone after."""
+def test_one_blas_thread_limit_is_set_and_restored_by_the_main_thread_only(monkeypatch):
+    """The one-thread BLAS limit is process-wide and OpenBLAS may ignore changes made from other threads, so only
+    the main thread sets it (once for nested contexts) and restores it; a context in another thread (a fit run
+    in a thread) and a wide product leave BLAS as it is. With the real BLAS, the limit holds inside and is undone
+    after."""
     import threading
 
     from threadpoolctl import threadpool_info
@@ -364,23 +368,60 @@ def test_one_blas_thread_contexts_of_several_threads_restore_the_limit_once(monk
             return Limiter()
 
     monkeypatch.setattr(blas, "_controller", Controller())
-    entered, leave_first = threading.Event(), threading.Event()
 
-    def first():
+    def in_a_thread():
         with blas.blas_threads_for(10):
-            entered.set()
-            leave_first.wait(5)
+            log.append("thread inside")
 
-    worker = threading.Thread(target=first)
-    worker.start()
-    assert entered.wait(5)
     with blas.blas_threads_for(10):
-        leave_first.set()
-        worker.join(5)  # the first context has left; this one is still inside
-        assert log == ["limit"]
-    assert log == ["limit", "restore"]
+        with blas.blas_threads_for(10):
+            worker = threading.Thread(target=in_a_thread)
+            worker.start()
+            worker.join(5)
+        assert log == ["limit", "thread inside"]
+    assert log == ["limit", "thread inside", "restore"]
+    worker = threading.Thread(target=in_a_thread)  # another thread alone: no limit
+    worker.start()
+    worker.join(5)
     with blas.blas_threads_for(10 ** 6):  # a wide product: no limit
         pass
-    with blas.blas_threads_for(10):
-        pass
-    assert log == ["limit", "restore", "limit", "restore"]
+    assert log == ["limit", "thread inside", "restore", "thread inside"]
+    in_a_thread()  # the main thread
+    assert log == ["limit", "thread inside", "restore", "thread inside", "limit", "thread inside", "restore"]
+
+
+def test_prefetch_is_not_used_for_several_targets_and_stops_when_a_fit_raises(monkeypatch):
+    """A 2-D ``y`` (several regression targets) fits as without the worker, and a fit that raises mid-run leaves
+    no worker thread behind, even while its exception (and so its suspended batch generator) is kept."""
+    import threading
+
+    import skdp.solvers._base as base
+    from skdp import DPRidge
+
+    rng = np.random.RandomState(4)
+    X = rng.randn(2000, 6) / 2.0
+    Y = X @ rng.randn(6, 3) + 0.2 * rng.randn(2000, 3)
+    kw = dict(data_norm=2.0, label_bound=4.0, random_state=2)
+    monkeypatch.setattr(base, "cpus", lambda: 2)
+    for solver in ("dp_svrg", "dp_srm", "dp_lssgd", "rrpsgd"):
+        monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 1 << 62)
+        want = DPRidge(1.0, solver=solver, **kw).fit(X, Y).coef_
+        monkeypatch.setattr(base, "PREFETCH_MIN_BYTES", 0)
+        np.testing.assert_array_equal(DPRidge(1.0, solver=solver, **kw).fit(X, Y).coef_, want)
+
+    calls = []
+    batch_sum = base.Problem.batch_sum
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == 10:
+            raise RuntimeError("stop")
+        return batch_sum(self, *args)
+
+    monkeypatch.setattr(base.Problem, "batch_sum", failing)
+    for solver in ("noisy_sgd", "dp_svrg", "dp_srm", "dp_lssgd"):
+        calls.clear()
+        with pytest.raises(RuntimeError, match="stop") as kept:
+            DPRidge(1.0, solver=solver, **kw).fit(X, Y[:, 0])
+        assert kept.value is not None
+        assert not [t for t in threading.enumerate() if t.name.startswith("skdp-rows")], solver

@@ -2,6 +2,7 @@
 generator, and returns coefficients plus the list of events it released."""
 
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -20,7 +21,7 @@ from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the
 
 __all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
            "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
-           "report_phase", "batch_rows", "RowPrefetch", "secure_noise_option", "selection_secure_option",
+           "report_phase", "batch_rows", "RowPrefetch", "run_closing", "secure_noise_option", "selection_secure_option",
            "secure_repeated_plan", "secure_zcdp_rho", "noisy_release", "select", "secure_selection_plan"]
 
 #: the mini-batch rows of a dense float64 design of at least this many bytes are gathered ahead (:class:`RowPrefetch`)
@@ -187,7 +188,9 @@ class RowPrefetch:
         return source_rows[start:end], table_rows[:, start:end]
 
     def close(self):
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        # on the worker itself (a finaliser run there) it cannot wait for itself to end
+        on_worker = threading.current_thread().name.startswith("skdp-rows")
+        self._pool.shutdown(wait=not on_worker, cancel_futures=True)
         self._where.clear()
         self._blocks = []
         if self._owner is not None and self._owner._prefetch is self:
@@ -426,14 +429,15 @@ class Problem:
     def row_prefetch(self):
         """A :class:`RowPrefetch` for the mini-batch steps about to run, or ``None`` when it would not pay.
 
-        Only for a scalar loss whose steps go through :meth:`batch_sum`'s
+        Only for a scalar loss with one label per row, whose steps go through :meth:`batch_sum`'s
         direct products (see :meth:`_dense_rows`), with ``X`` of at least
         :data:`PREFETCH_MIN_BYTES` (smaller arrays stay in cache, and a gather
         costs little), when the process may run on more than one CPU, and when
         no other prefetch is running on this problem.
         While it runs, :meth:`batch_sum` takes the rows it has gathered.
         """
-        source = self._batch_constants()[0] if self.loss is not None and self.loss.scalar else None
+        scalar = self.loss is not None and self.loss.scalar and np.ndim(self.y) == 1
+        source = self._batch_constants()[0] if scalar else None
         if source is None or source.nbytes < PREFETCH_MIN_BYTES or self._prefetch is not None or cpus() < 2:
             return None
         self._prefetch = RowPrefetch(source, self._row_values()[1], owner=self)
@@ -864,12 +868,27 @@ class Solver:
         """
         plan = self.make_plan(public_view(problem), budget)
         problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n, self.public_schedule)
-        result = self.run(problem, plan, rng)
+        result = run_closing(self, problem, plan, rng)
         problem.progress.done()
         result.events = list(plan.events)
         if result.noise_scale is None:  # a run may report the scale in the released units (a grid release)
             result.noise_scale = float(plan.noise_scale)
         return result
+
+
+def run_closing(solver, problem, plan, rng):
+    """``solver.run(problem, plan, rng)``, then stop any :class:`RowPrefetch` the run left open.
+
+    A run that raises leaves its batch generator suspended (a traceback keeps
+    it) and so its worker thread alive; this stops the worker whatever way the
+    run ends.
+    """
+    try:
+        return solver.run(problem, plan, rng)
+    finally:
+        prefetch = getattr(problem, "_prefetch", None)
+        if prefetch is not None:
+            prefetch.close()
 
 
 SOLVERS = {}
