@@ -31,7 +31,6 @@ __all__ = ["SMALL_GRAM_COLUMNS", "blas_threads_for", "cpus"]
 #: products whose Gram matrix has at most this many columns run on one BLAS thread
 SMALL_GRAM_COLUMNS = 96
 
-_lock = threading.Lock()
 _controller = None
 _limiter = None  # the limit in force while _inside > 0
 _inside = 0  # depth of the main thread's one-thread contexts
@@ -56,20 +55,18 @@ def blas_threads_for(columns):
 def _one_blas_thread():
     """BLAS on one thread (main thread only): set on the outermost entry, restored on its exit."""
     global _controller, _limiter, _inside
-    with _lock:
-        if _inside == 0:
-            if _controller is None:
-                _controller = ThreadpoolController()
-            _limiter = _controller.limit(limits=1, user_api="blas")
-        _inside += 1
+    if _inside == 0:
+        if _controller is None:
+            _controller = ThreadpoolController()
+        _limiter = _controller.limit(limits=1, user_api="blas")
+    _inside += 1
     try:
         yield
     finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0:
-                _limiter.restore_original_limits()
-                _limiter = None
+        _inside -= 1
+        if _inside == 0:
+            _limiter.restore_original_limits()
+            _limiter = None
 
 
 def cpus():

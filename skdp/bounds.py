@@ -368,19 +368,19 @@ class BoundedDesign:
                 half = len(blocks) // 2
                 if cpus() >= 2:
                     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="skdp-gram") as pool:
-                        second = pool.submit(self._gram_blocks, blocks[half:], weights, extra, small)
-                        out = self._gram_blocks(blocks[:half], weights, extra, small)
+                        second = pool.submit(self._gram_blocks, blocks[half:], weights, extra, e, small)
+                        out = self._gram_blocks(blocks[:half], weights, extra, e, small)
                         out += second.result()
                 else:
-                    out = self._gram_blocks(blocks[:half], weights, extra, small)
-                    out += self._gram_blocks(blocks[half:], weights, extra, small)
+                    out = self._gram_blocks(blocks[:half], weights, extra, e, small)
+                    out += self._gram_blocks(blocks[half:], weights, extra, e, small)
             else:
-                out = self._gram_blocks(blocks, weights, extra, small)
+                out = self._gram_blocks(blocks, weights, extra, e, small)
         return np.triu(out) + np.triu(out, 1).T
 
-    def _gram_blocks(self, blocks, weights, extra, small):
-        """The upper triangle (at least) of ``[A, extra]^T diag(weights) [A, extra]`` over the row ``blocks``."""
-        e = 0 if extra is None else (1 if np.ndim(extra) == 1 else np.shape(extra)[1])
+    def _gram_blocks(self, blocks, weights, extra, e, small):
+        """The upper triangle (at least) of ``[A, extra]^T diag(weights) [A, extra]`` over the row ``blocks``
+        (``e`` columns of ``extra``)."""
         p = self.shape[1]
         out = np.zeros((p + e, p + e), order="F")
         buf = np.empty((min(self._block, self.shape[0]), p + e))

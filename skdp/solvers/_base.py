@@ -464,14 +464,10 @@ class Problem:
         terms.update(zip(names, values))
         return terms
 
-    def clipped_derivatives(self, terms):
-        """``derivative(Z)``: the per-example derivatives at margins ``Z`` (scalar loss; ``(m, k)``, a column per
-        point) of the rows of ``terms`` (:meth:`batch_terms`), clipped to :attr:`clip` column by column, then
-        weighted (every column gets the same elementwise operations as one point alone)."""
-        return lambda Z: self._clipped(Z, terms)
-
     def _clipped(self, Z, terms):
-        """:meth:`clipped_derivatives` of ``terms`` at ``Z``."""
+        """The per-example derivatives at margins ``Z`` (scalar loss; ``(m, k)``, a column per point) of the rows
+        of ``terms`` (:meth:`batch_terms`), clipped to :attr:`clip` column by column, then weighted (every column
+        gets the same elementwise operations as one point alone)."""
         clip = self._batch_constants()[1]
         S = self.loss.derivative(Z, terms["y"][:, None])
         if clip is not None:
