@@ -8,10 +8,15 @@ public label range ``(-4, 4)``), the mean test R^2 and its standard error over
    ``dp_gd`` forced to ``T`` steps (``max_iter``), against the default schedule;
 2. the synthetic design of ``bench_defaults.py`` (``X ~ N(0, I/d)``,
    ``w ~ N(0, I)``, noise 0.3) at smaller ``n`` and ``d``, ``solver="dp_gd"``
-   against ``solver="adassp"`` and the default (``"auto"``).
+   against ``solver="adassp"`` and the default (``"auto"``);
+3. ``dp_gd``'s default penalty (``alpha=None``: ``min(0.1, 0.2 K^2)``, its ball
+   following it) against the former ``alpha = 0.1``, on diabetes as sklearn
+   loads it (features of small scale) and standardised, and on the synthetic
+   design (isotropic and AR(1)-correlated) at unit scale and times 0.1.
 
     python benchmarks/bench_ridge_rules.py            # a few minutes on 2 cores
     python benchmarks/bench_ridge_rules.py --seeds 5  # a quick look
+    python benchmarks/bench_ridge_rules.py --only penalty  # the third table only
 """
 
 import argparse
@@ -51,7 +56,40 @@ def score(make, data, seeds):
     return f"{np.mean(scores):.3f} ± {np.std(scores, ddof=1) / np.sqrt(seeds):.3f}"
 
 
-def main(seeds):
+def diabetes_as_loaded(seed):
+    X, y = load_diabetes(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed)
+    return Xtr, Xte, ytr, yte
+
+
+def scaled(n, d, rho, scale):
+    """``synthetic`` with AR(1) correlation ``rho`` between the features, times ``scale``."""
+    def split(seed):
+        rng = np.random.RandomState(seed)
+        C = rho ** np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
+        X = rng.randn(n, d) @ np.linalg.cholesky(C).T / np.sqrt(d)
+        y = X @ rng.randn(d) + 0.3 * rng.randn(n)
+        return train_test_split(X * scale, y, test_size=0.3, random_state=seed)
+    return split
+
+
+def penalty_table(seeds):
+    print("R^2 of dp_gd with its default penalty (alpha=None) and with alpha=0.1 (the former default)")
+    print("| data | epsilon | alpha=0.1 | default |")
+    print("|---|---|---|---|")
+    rows = [("diabetes as loaded", diabetes_as_loaded, eps, {}) for eps in (1.0, 5.0, 100.0)]
+    rows += [("diabetes standardised", diabetes, eps, {}) for eps in (1.0, 5.0, 100.0)]
+    rows += [(f"synthetic d=10, rho={rho:g}, n=1571, features x {scale:g}", scaled(1571, 10, rho, scale), 1.0,
+              {"label_bound": (-4, 4)}) for rho in (0.0, 0.9) for scale in (1.0, 0.1)]
+    for name, data, eps, kw in rows:
+        cells = [score(lambda s, a=a: DPRidge(epsilon=eps, solver="dp_gd", alpha=a, random_state=s, **kw),
+                       data, seeds) for a in (0.1, None)]
+        print(f"| {name} | {eps:g} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main(seeds, only=None):
+    if only == "penalty":
+        return penalty_table(seeds)
     print("diabetes R^2, dp_gd with T steps (default: the schedule's own T)")
     steps = (2, 3, 4, 5, 6, 8, 10, 13)
     print("| epsilon | default | " + " | ".join(f"T={t}" for t in steps) + " |")
@@ -71,9 +109,13 @@ def main(seeds):
                                                         random_state=s), data, seeds)
                  for solver in ("dp_gd", "adassp", "auto")]
         print(f"| {n} | {d} | {eps:g} | {0.7 * n * eps / (d + 1):.0f} | " + " | ".join(cells) + " |", flush=True)
+    print()
+    penalty_table(seeds)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
-    main(parser.parse_args().seeds)
+    parser.add_argument("--only", choices=["penalty"], default=None, help="print one table only")
+    args = parser.parse_args()
+    main(args.seeds, args.only)

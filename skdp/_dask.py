@@ -462,7 +462,7 @@ def fit_ridge(est, X, y, privacy_ledger=None):
         est, rows, _RegressionTargets(label_bound, est.fit_intercept), SquaredLoss(), 1, solver, label_bound=1.0,
         coef_norm=radius, data_derived=derived, clip_norm="initial", rng=rng,
         pre_events=pre_events, norm_counts=norm_counts)
-    return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped)
+    return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped, solver=solver)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -121,10 +121,12 @@ class DPLinearModel(BaseEstimator):
     _multiclass = False
 
     # -- hooks ---------------------------------------------------------------------------
-    def _alpha_for(self, solver, n_samples=None):
+    def _alpha_for(self, solver, n_samples=None, data_norm=None):
         """The penalty ``alpha`` a fit with ``solver`` on ``n_samples`` rows uses (``alpha`` unless a subclass has a rule).
 
-        ``n_samples=None`` (validation before the data is seen) must still give a value with the right sign.
+        ``data_norm`` (the row bound ``K`` the solver sees, public or privately
+        chosen) is given when the problem is built. ``n_samples=None``
+        (validation before the data is seen) must still give a value with the right sign.
         """
         return self.alpha
 
@@ -215,7 +217,7 @@ class DPLinearModel(BaseEstimator):
             norms=norms,
             loss=loss,
             penalty=(NonconvexPenalty(self._alpha_for(solver, n)) if getattr(self, "penalty", "l2") == "nonconvex"
-                     else L2Penalty(self._alpha_for(solver, n), radius=coef_norm)),
+                     else L2Penalty(self._alpha_for(solver, n, data_norm), radius=coef_norm)),
             data_norm=data_norm,
             n_outputs=n_outputs,
             label_bound=label_bound,

@@ -310,7 +310,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             )
         return math.sqrt(2 * math.log(2) / alpha)
 
-    def _alpha_for(self, solver, n_samples=None):
+    def _alpha_for(self, solver, n_samples=None, data_norm=None):
         """``alpha=None``: sklearn's ``C = 1`` (``alpha = 1/n``) for ``dp_gd``, ``0.01`` for the other solvers.
 
         ``dp_gd``'s noise does not depend on ``alpha`` (its schedule handles the
