@@ -12,7 +12,8 @@ public label range ``(-4, 4)``), the mean test R^2 and its standard error over
 3. ``dp_gd``'s default penalty (``alpha=None``: ``min(0.1, 0.2 K^2)``, its ball
    following it) against the former ``alpha = 0.1``, on diabetes as sklearn
    loads it (features of small scale) and standardised, and on the synthetic
-   design (isotropic and AR(1)-correlated) at unit scale and times 0.1.
+   design (isotropic and AR(1)-correlated) at unit scale and times 0.1; then
+   the other solvers with that default on diabetes as loaded.
 
     python benchmarks/bench_ridge_rules.py            # a few minutes on 2 cores
     python benchmarks/bench_ridge_rules.py --seeds 5  # a quick look
@@ -28,6 +29,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skdp import DPRidge
+from skdp.linear_model._ridge import SCALED_ALPHA_SOLVERS
 
 
 def diabetes(seed):
@@ -85,6 +87,13 @@ def penalty_table(seeds):
         cells = [score(lambda s, a=a: DPRidge(epsilon=eps, solver="dp_gd", alpha=a, random_state=s, **kw),
                        data, seeds) for a in (0.1, None)]
         print(f"| {name} | {eps:g} | " + " | ".join(cells) + " |", flush=True)
+    print("\nthe other solvers whose default penalty follows the row bound, diabetes as loaded, epsilon 5")
+    print("| solver | alpha=0.1 | default |")
+    print("|---|---|---|")
+    for solver in sorted(SCALED_ALPHA_SOLVERS - {"dp_gd"}):
+        cells = [score(lambda s, a=a: DPRidge(epsilon=5.0, solver=solver, alpha=a, random_state=s),
+                       diabetes_as_loaded, seeds) for a in (0.1, None)]
+        print(f"| {solver} | " + " | ".join(cells) + " |", flush=True)
 
 
 def main(seeds, only=None):

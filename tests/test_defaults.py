@@ -12,6 +12,7 @@ from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DP
                   DPSparseLogisticRegression, DPStandardScaler, PrivacyBudget)
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.exceptions import PrivacyLeakWarning
+from skdp.linear_model._ridge import SCALED_ALPHA_SOLVERS
 
 CLASSIFIERS = [DPLogisticRegression, DPLinearSVC, DPSparseLogisticRegression, MultiPartyDPLogisticRegression]
 REGRESSORS = [DPRidge, DPLasso, DPSparseLinearRegression]
@@ -149,7 +150,7 @@ def test_ridge_dp_gd_default_penalty_follows_the_row_bound(monkeypatch):
     """alpha=None with dp_gd: min(0.1, 0.2 K^2) (K the row bound the solver sees), and the coefficient ball
     B / sqrt(alpha) with it (reported in coef_norm_); at K >= 1/sqrt(2) both are the former 0.1 and B / sqrt(0.1);
     an explicit alpha and the other iterative solvers are unchanged; the release does not depend on alpha."""
-    from skdp.linear_model._ridge import dp_gd_alpha
+    from skdp.linear_model._ridge import scaled_alpha
     from skdp.solvers import get_solver
 
     rng = np.random.RandomState(0)
@@ -161,7 +162,7 @@ def test_ridge_dp_gd_default_penalty_follows_the_row_bound(monkeypatch):
         problem = _dp_gd_problem(monkeypatch, DPRidge(2.0, **kw), Xs, y)
         monkeypatch.undo()
         Kp = problem.data_norm
-        assert problem.penalty.alpha == dp_gd_alpha(Kp) == pytest.approx(min(0.1, 0.2 * Kp**2), rel=1e-12)
+        assert problem.penalty.alpha == scaled_alpha(Kp) == pytest.approx(min(0.1, 0.2 * Kp**2), rel=1e-12)
         old_est = DPRidge(2.0, alpha=0.1, **kw)
         old = _dp_gd_problem(monkeypatch, old_est, Xs, y)
         monkeypatch.undo()
@@ -176,24 +177,43 @@ def test_ridge_dp_gd_default_penalty_follows_the_row_bound(monkeypatch):
     problem = _dp_gd_problem(monkeypatch, DPRidge(1.0, alpha=0.5, data_norm=0.05, label_bound=(-20, 20),
                                                   solver="dp_gd", random_state=0), X * 0.01, y)
     assert problem.penalty.alpha == 0.5
-    assert DPRidge(1.0)._alpha_for(get_solver("noisy_sgd"), 400, 0.05) == 0.1
+    assert DPRidge(1.0)._alpha_for(get_solver("noisy_sgd"), 400, 0.05) == pytest.approx(0.0005, rel=1e-12)
+    assert DPRidge(1.0)._alpha_for(get_solver("output_pert"), 400, 0.05) == 0.1
     assert DPRidge(1.0)._alpha_for(get_solver("adassp"), 400, 0.05) == 0.0
 
 
-def test_ridge_dp_gd_default_does_not_depend_on_the_features_scale():
+@pytest.mark.parametrize("solver", sorted(SCALED_ALPHA_SOLVERS - {"rrpsgd"}))
+def test_ridge_default_penalty_does_not_depend_on_the_features_scale(solver):
     """Below the row bound 1/sqrt(2), features times s with the row bound times s give the same predictions
     (penalty and ball scale as the curvature and the coefficients do); with the former fixed alpha = 0.1 the
-    smaller scales fit almost nothing."""
+    smaller scales fit almost nothing. (rrpsgd's own step, min(1/beta, 1/(sigma_G sqrt N)), takes the smaller
+    of a 1/K^2 and a 1/K term, so it is not scale-free by itself.)"""
     rng = np.random.RandomState(1)
     X = rng.randn(500, 4)
-    y = X @ np.array([1.0, -0.5, 0.3, 2.0]) + 0.2 * rng.randn(500)
+    w = np.array([1.0, -0.5, 0.3, 2.0])
+    y = X @ w + 0.2 * rng.randn(500)
     preds = []
     for s in (0.1, 0.01, 0.001):
-        est = _fit(DPRidge(2.0, solver="dp_gd", data_norm=3.0 * s, label_bound=(-8, 8), random_state=3), X * s, y)
+        est = _fit(DPRidge(5.0, solver=solver, data_norm=3.0 * s, label_bound=(-8, 8), random_state=3), X * s, y)
         preds.append(est.predict(X[:50] * s))
-    np.testing.assert_allclose(preds[1], preds[0], rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(preds[2], preds[0], rtol=1e-7, atol=1e-9)
-    assert np.corrcoef(preds[0], X[:50] @ np.array([1.0, -0.5, 0.3, 2.0]))[0, 1] > 0.9
+    np.testing.assert_allclose(preds[1], preds[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(preds[2], preds[0], rtol=1e-6, atol=1e-8)
+    assert np.corrcoef(preds[0], X[:50] @ w)[0, 1] > 0.8
+
+
+@pytest.mark.parametrize("solver", sorted(SCALED_ALPHA_SOLVERS | {"output_pert", "noisy_sfw_lp"}))
+def test_ridge_scaled_alpha_solvers_release_the_same_whatever_alpha_and_ball(solver):
+    """The solvers whose default penalty and ball follow the private row bound must release the same (noise,
+    events, price) whatever alpha and the ball: their plan is made before the bound is chosen. output_pert and
+    noisy_sfw_lp do depend on them, and are left out."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(800, 5)
+    y = X @ rng.randn(5)
+    fits = [_fit(DPRidge(2.0, solver=solver, alpha=a, data_norm=3.0, label_bound=(-8, 8), random_state=0), X, y)
+            for a in (0.1, 0.001)]
+    same = (fits[0].privacy_spent_ == fits[1].privacy_spent_ and fits[0].noise_scale_ == fits[1].noise_scale_
+            and fits[0].planned_events(800, 5) == fits[1].planned_events(800, 5))
+    assert same == (solver in SCALED_ALPHA_SOLVERS)
 
 
 def test_ridge_default_on_diabetes_as_loaded():

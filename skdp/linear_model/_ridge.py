@@ -88,12 +88,15 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         corresponds to ``alpha = a/n`` here. ``None``: no penalty with
         ``adassp``, whose own private ridge term is sized to the noise and
         vanishes with it (so the fit approaches least squares as
-        ``n * epsilon`` grows); ``0.1`` with the other iterative solvers,
-        except that ``dp_gd``'s is at most ``0.2 K^2`` (``K`` the row bound
-        it sees), so that features of small scale are not overwhelmed by it
-        (see :func:`skdp.linear_model._ridge.dp_gd_alpha`). Every iterative
-        solver's coefficient ball is ``B/sqrt(alpha)`` (``B/sqrt(0.1)`` with
-        ``alpha=None``, ``dp_gd``'s following its penalty) or an explicit
+        ``n * epsilon`` grows); ``min(0.1, 0.2 K^2)`` (``K`` the row bound
+        the solver sees) with the gradient solvers whose release does not
+        depend on ``alpha`` (``dp_gd``, ``noisy_sgd``, ``dp_svrg``,
+        ``dp_svrg_pp``, ``dp_srm``, ``dp_lssgd``, ``rrpsgd``), so that features
+        of small scale are not overwhelmed by it (see
+        :func:`skdp.linear_model._ridge.scaled_alpha`); ``0.1`` with the other
+        iterative solvers. Every iterative solver's coefficient ball is
+        ``B/sqrt(alpha)`` (with ``alpha=None``, ``B/sqrt(0.1)``, or
+        ``B/sqrt(min(0.1, 0.2 K^2))`` for the solvers above) or an explicit
         ``coef_norm``.
     penalty : {"l2", "nonconvex"}, default="l2"
         ``"l2"``: ``(alpha/2) ||w||^2``. ``"nonconvex"``: the papers' nonconvex
@@ -347,27 +350,28 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     def _alpha_for(self, solver, n_samples=None, data_norm=None):
         """``alpha=None``: no penalty for ``adassp`` (its private ridge term scales with the noise and
         vanishes with it), ``0.1`` for the other iterative solvers (their coefficient ball is ``B/sqrt(alpha)``),
-        and for ``dp_gd``'s penalty, once the problem is built, :func:`dp_gd_alpha`: ``min(0.1, 0.2 K^2)``
-        (its ball follows, see :meth:`_dp_gd_ball_scale`)."""
+        except for the penalty of the solvers of :data:`SCALED_ALPHA_SOLVERS` once the problem is built:
+        :func:`scaled_alpha`, ``min(0.1, 0.2 K^2)`` (their ball follows, see :meth:`_ball_scale`)."""
         if self.alpha is not None:
             return self.alpha
         if solver is not None and _needs_no_ball(solver):
             return 0.0
-        if (solver is not None and solver.name == "dp_gd" and getattr(self, "penalty", "l2") == "l2"
+        if (solver is not None and solver.name in SCALED_ALPHA_SOLVERS and getattr(self, "penalty", "l2") == "l2"
                 and data_norm):
-            return dp_gd_alpha(data_norm)
+            return scaled_alpha(data_norm)
         return _ITERATIVE_ALPHA
 
-    def _dp_gd_ball_scale(self, solver, data_norm):
-        """How much larger ``dp_gd``'s default ball is than ``B/sqrt(0.1)``: ``sqrt(0.1 / alpha)`` with its default
-        penalty ``alpha`` (:func:`dp_gd_alpha`), so the ball, like the penalty, follows the features' scale; else 1."""
-        if (self.alpha is None and self.coef_norm is None and solver is not None and solver.name == "dp_gd"
-                and getattr(self, "penalty", "l2") == "l2" and data_norm):
-            return math.sqrt(_ITERATIVE_ALPHA / dp_gd_alpha(data_norm))
+    def _ball_scale(self, solver, data_norm):
+        """How much larger the default ball of a solver of :data:`SCALED_ALPHA_SOLVERS` is than ``B/sqrt(0.1)``:
+        ``sqrt(0.1 / alpha)`` with its default penalty ``alpha`` (:func:`scaled_alpha`), so the ball, like the
+        penalty, follows the features' scale; else 1."""
+        if (self.alpha is None and self.coef_norm is None and solver is not None
+                and solver.name in SCALED_ALPHA_SOLVERS and getattr(self, "penalty", "l2") == "l2" and data_norm):
+            return math.sqrt(_ITERATIVE_ALPHA / scaled_alpha(data_norm))
         return 1.0
 
     def _problem(self, n, loss, n_outputs, data_norm, **kwargs):
-        scale = self._dp_gd_ball_scale(kwargs.get("solver"), data_norm)
+        scale = self._ball_scale(kwargs.get("solver"), data_norm)
         if scale != 1.0 and kwargs.get("coef_norm") is not None:
             kwargs["coef_norm"] = kwargs["coef_norm"] * scale
         return super()._problem(n, loss, n_outputs, data_norm, **kwargs)
@@ -573,8 +577,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         """
         centre, bound = np.atleast_1d(centre).astype(float), np.atleast_1d(bound).astype(float)
         M = None if coef_norm is None else np.atleast_1d(coef_norm).astype(float)
-        if M is not None:  # dp_gd's default ball follows its row bound (see _dp_gd_ball_scale)
-            M = M * self._dp_gd_ball_scale(solver, getattr(self, "data_norm_", None))
+        if M is not None:  # the default ball of some solvers follows the row bound (see _ball_scale)
+            M = M * self._ball_scale(solver, getattr(self, "data_norm_", None))
         k = bound.size
         if n_features is not None:
             expected = (n_features + int(self.fit_intercept),) + (() if k == 1 else (k,))
@@ -608,42 +612,48 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         return tags
 
 
-#: ``alpha=None`` with an iterative solver (the default before ``adassp`` became ``"auto"``; ``dp_gd``'s at
-#: most, see :func:`dp_gd_alpha`), and the coefficient ball ``B / sqrt(alpha)`` of every iterative solver
-#: with ``alpha=None``
+#: ``alpha=None`` with an iterative solver (the default before ``adassp`` became ``"auto"``; at most, for the
+#: solvers of :data:`SCALED_ALPHA_SOLVERS`, see :func:`scaled_alpha`), and its coefficient ball ``B / sqrt(alpha)``
 _ITERATIVE_ALPHA = 0.1
-#: :func:`dp_gd_alpha`: ``alpha = min(0.1, c K^2)``, ``c`` this factor
-DP_GD_ALPHA_FACTOR = 0.2
+#: :func:`scaled_alpha`: ``alpha = min(0.1, c K^2)``, ``c`` this factor
+SCALED_ALPHA_FACTOR = 0.2
+#: the solvers whose default penalty and ball follow the row bound (:func:`scaled_alpha`): gradient solvers
+#: whose per-example gradients are clipped at ``K B`` and whose release (noise and events) depends on neither
+#: ``alpha`` nor the ball (tested); the constrained solvers' steps and ``output_pert``'s noise do
+SCALED_ALPHA_SOLVERS = frozenset({"dp_gd", "noisy_sgd", "dp_svrg", "dp_svrg_pp", "dp_srm", "dp_lssgd", "rrpsgd"})
 
 
-def dp_gd_alpha(data_norm):
-    """``DPRidge``'s default penalty for ``dp_gd``: ``min(0.1, 0.2 K^2)``, ``K`` the row bound ``dp_gd`` sees.
+def scaled_alpha(data_norm):
+    """``DPRidge``'s default penalty for the solvers of :data:`SCALED_ALPHA_SOLVERS`: ``min(0.1, 0.2 K^2)``.
 
-    A function of the row bound only (public, or chosen privately and paid
-    for), so choosing it costs no privacy, and ``dp_gd``'s noise does not
-    depend on ``alpha``. A fixed ``alpha`` is measured in the features'
+    ``K`` is the row bound the solver sees. A function of the row bound only
+    (public, or chosen privately and paid for), so choosing it costs no
+    privacy, and these solvers' releases do not depend on ``alpha`` or the
+    ball. A fixed ``alpha`` is measured in the features'
     units: against rows of norm at most ``K`` (curvature at most ``K^2``) it
     is a mild penalty on standardised features and an overwhelming one on
     features of small scale (diabetes as sklearn loads it, rows of norm about
     0.15, scored R^2 0.03 at every epsilon with ``alpha = 0.1``). Below
     ``K = 1/sqrt(2)`` the penalty therefore scales with ``K^2``, as the
     curvature does, and the coefficient ball ``B / sqrt(alpha)`` with
-    ``1 / K``, as the coefficients do (:meth:`DPRidge._dp_gd_ball_scale`):
+    ``1 / K``, as the coefficients do (:meth:`DPRidge._ball_scale`):
     features of any smaller scale get the fit that the same features scaled
     to ``K = 1/sqrt(2)`` get. From there up both are the former ``0.1`` and
     ``B / sqrt(0.1)``, so rows of norm about 1 (private bound about 0.7) and
     standardised features keep the former fit: the best penalty differs by
     orders of magnitude between designs (small for isotropic features,
     large for strongly correlated ones) and is not public, so only the
-    scale is corrected. Measured (mean test R^2,
+    scale is corrected. Measured with ``dp_gd`` (mean test R^2,
     ``benchmarks/bench_ridge_rules.py``'s third table, ``alpha = 0.1`` -> this
     default, 20 splits): diabetes as loaded 0.031 -> 0.281 at epsilon = 1,
     0.032 -> 0.376 at 5, 0.042 -> 0.314 at 100; standardised diabetes
     unchanged; ``X ~ N(0, I/10)``, ``n = 1571``, epsilon = 1: 0.497 either
     way at unit scale, 0.009 -> 0.374 with the features times 0.1; with AR(1)
     correlation 0.9, 0.526 -> 0.520 at unit scale, 0.025 -> 0.530 times 0.1.
+    The other solvers on diabetes as loaded at epsilon = 5: from 0.025-0.034
+    to 0.226 (``rrpsgd``) - 0.349 (``dp_svrg_pp``).
     """
-    return min(_ITERATIVE_ALPHA, DP_GD_ALPHA_FACTOR * float(data_norm) ** 2)
+    return min(_ITERATIVE_ALPHA, SCALED_ALPHA_FACTOR * float(data_norm) ** 2)
 
 
 def _needs_no_ball(solver):
