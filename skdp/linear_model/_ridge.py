@@ -639,7 +639,7 @@ def scaled_alpha(data_norm):
     ``1 / K``, as the coefficients do (:meth:`DPRidge._ball_scale`):
     features of any smaller scale get the fit that the same features scaled
     to ``K = 1/sqrt(2)`` get. From there up both are the former ``0.1`` and
-    ``B / sqrt(0.1)``, so rows of norm about 1 (private bound about 0.7) and
+    ``B / sqrt(0.1)``, so rows of norm about 1 (private bound 0.7 to 1) and
     standardised features keep the former fit: the best penalty differs by
     orders of magnitude between designs (small for isotropic features,
     large for strongly correlated ones) and is not public, so only the
