@@ -201,11 +201,16 @@ def test_ridge_default_penalty_does_not_depend_on_the_features_scale(solver):
     assert np.corrcoef(preds[0], X[:50] @ w)[0, 1] > 0.8
 
 
+def test_ridge_scaled_alpha_solvers_are_the_gradient_solvers():
+    assert SCALED_ALPHA_SOLVERS == {"dp_gd", "noisy_sgd", "dp_svrg", "dp_svrg_pp", "dp_srm", "dp_lssgd", "rrpsgd"}
+
+
 @pytest.mark.parametrize("solver", sorted(SCALED_ALPHA_SOLVERS | {"output_pert", "noisy_sfw_lp"}))
 def test_ridge_scaled_alpha_solvers_release_the_same_whatever_alpha_and_ball(solver):
-    """The solvers whose default penalty and ball follow the private row bound must release the same (noise,
-    events, price) whatever alpha and the ball: their plan is made before the bound is chosen. output_pert and
-    noisy_sfw_lp do depend on them, and are left out."""
+    """The solvers that say their release ignores the penalty (``release_ignores_penalty``), whose default penalty
+    and ball follow the private row bound, must release the same (noise, events, price) whatever alpha and the
+    ball: their plan is made before the bound is chosen. output_pert and noisy_sfw_lp do depend on them, and do
+    not say so."""
     rng = np.random.RandomState(0)
     X = rng.randn(800, 5)
     y = X @ rng.randn(5)

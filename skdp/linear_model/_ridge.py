@@ -350,23 +350,24 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     def _alpha_for(self, solver, n_samples=None, data_norm=None):
         """``alpha=None``: no penalty for ``adassp`` (its private ridge term scales with the noise and
         vanishes with it), ``0.1`` for the other iterative solvers (their coefficient ball is ``B/sqrt(alpha)``),
-        except for the penalty of the solvers of :data:`SCALED_ALPHA_SOLVERS` once the problem is built:
+        except for the penalty of the solvers whose release ignores it (``Solver.release_ignores_penalty``;
+        :data:`SCALED_ALPHA_SOLVERS` for the built-in ones) once the problem is built:
         :func:`scaled_alpha`, ``min(0.1, 0.2 K^2)`` (their ball follows, see :meth:`_ball_scale`)."""
         if self.alpha is not None:
             return self.alpha
         if solver is not None and _needs_no_ball(solver):
             return 0.0
-        if (solver is not None and solver.name in SCALED_ALPHA_SOLVERS and getattr(self, "penalty", "l2") == "l2"
+        if (solver is not None and solver.release_ignores_penalty and getattr(self, "penalty", "l2") == "l2"
                 and data_norm):
             return scaled_alpha(data_norm)
         return _ITERATIVE_ALPHA
 
     def _ball_scale(self, solver, data_norm):
-        """How much larger the default ball of a solver of :data:`SCALED_ALPHA_SOLVERS` is than ``B/sqrt(0.1)``:
+        """How much larger the default ball of a solver whose release ignores it is than ``B/sqrt(0.1)``:
         ``sqrt(0.1 / alpha)`` with its default penalty ``alpha`` (:func:`scaled_alpha`), so the ball, like the
         penalty, follows the features' scale; else 1."""
         if (self.alpha is None and self.coef_norm is None and solver is not None
-                and solver.name in SCALED_ALPHA_SOLVERS and getattr(self, "penalty", "l2") == "l2" and data_norm):
+                and solver.release_ignores_penalty and getattr(self, "penalty", "l2") == "l2" and data_norm):
             return math.sqrt(_ITERATIVE_ALPHA / scaled_alpha(data_norm))
         return 1.0
 
@@ -617,10 +618,12 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
 _ITERATIVE_ALPHA = 0.1
 #: :func:`scaled_alpha`: ``alpha = min(0.1, c K^2)``, ``c`` this factor
 SCALED_ALPHA_FACTOR = 0.2
-#: the solvers whose default penalty and ball follow the row bound (:func:`scaled_alpha`): gradient solvers
-#: whose per-example gradients are clipped at ``K B`` and whose release (noise and events) depends on neither
-#: ``alpha`` nor the ball (tested); the constrained solvers' steps and ``output_pert``'s noise do
-SCALED_ALPHA_SOLVERS = frozenset({"dp_gd", "noisy_sgd", "dp_svrg", "dp_svrg_pp", "dp_srm", "dp_lssgd", "rrpsgd"})
+#: the built-in solvers whose default penalty and ball follow the row bound (:func:`scaled_alpha`): those
+#: whose release depends on neither ``alpha`` nor the ball (``Solver.release_ignores_penalty``, tested), which
+#: for the squared loss are dp_gd, noisy_sgd, dp_svrg, dp_svrg_pp, dp_srm, dp_lssgd and rrpsgd;
+#: ``output_pert``'s noise and the constrained solvers' steps depend on them
+SCALED_ALPHA_SOLVERS = frozenset(name for name, solver in SOLVERS.items()
+                                 if solver.release_ignores_penalty and "squared" in solver.losses)
 
 
 def scaled_alpha(data_norm):

@@ -736,6 +736,12 @@ class Solver:
         Whether it has a ``delta > 0`` variant.
     needs_strong_convexity : bool
         Whether its proof needs ``alpha > 0``.
+    release_ignores_penalty : bool
+        Whether what it releases (noise scales, events, price) depends on
+        neither the L2 penalty ``alpha`` nor the coefficient ball's radius,
+        only on the data's bounds and the gradient clip: an estimator may
+        then choose both after its private row bound (``DPRidge``'s
+        ``alpha=None``) without changing the plan made before it.
     multi_output : bool
         Whether it fits ``k > 1`` regression targets jointly (``y`` of shape
         ``(n, k)``, ``(p, k)`` coefficients) with its proof intact: each
@@ -751,6 +757,7 @@ class Solver:
     pure_dp = False
     approx_dp = True
     needs_strong_convexity = False
+    release_ignores_penalty = False
     multi_output = False
     #: takes a non-L2 (e.g. the nonconvex) penalty through its gradient
     explicit_penalty = False

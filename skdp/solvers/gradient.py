@@ -51,6 +51,7 @@ class DPGradientDescent(Solver):
     """
 
     name = "dp_gd"
+    release_ignores_penalty = True
     source = 'Wang, Ye, Xu 2017, Alg. 4'
     defaults = ('T = min(40, max(2, ceil(n eps / c))); logistic losses: gradients clipped at half their bound at 0, '
                 'horizon n mu / (p k)^(1/4) in max(10, ceil(H / 8)) steps (once 100 steps\' noise is < 0.05 G: '
@@ -504,6 +505,7 @@ class DPSVRG(Solver):
     """
 
     name = "dp_svrg"
+    release_ignores_penalty = True
     source = 'Wang, Ye, Xu 2017, Alg. 1 (rigorous variant)'
     defaults = 'T = 3 epochs, b = ceil(sqrt n), m = ceil(n/b) inner steps, step 1/(2(beta + alpha))'
     card = "Alg. 1 with Poisson mini-batches and split RDP accounting (the printed noise is not private)"

@@ -93,6 +93,7 @@ class _PoissonSolver(Solver):
 
     default_max_steps = 2000
     explicit_penalty = True
+    release_ignores_penalty = True
     secure_noise_refusal = ("its Poisson-subsampled Gaussian steps are priced by the tight RDP of the subsampled "
                             "continuous Gaussian (Mironov, Talwar, Zhang 2019), which the accountant does not "
                             "extend to the discrete Gaussian; use solver='dp_gd' for floating-point-safe gradients")

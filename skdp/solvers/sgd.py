@@ -58,6 +58,7 @@ class NoisySGD(Solver):
     """
 
     name = "noisy_sgd"
+    release_ignores_penalty = True
     card = "Alg. 1 on Poisson batches, noise multiplier calibrated by the replace-one RDP accountant"
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Alg. 1"
@@ -161,6 +162,7 @@ class NoisySGDMoreau(NoisySGD):
     reference = "doc/papers/seed003.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 4 (Thm 4.4)"
     requires = frozenset({"moreau_envelope"})
+    release_ignores_penalty = False  # its smoothing (a planned setting) depends on the ball's radius
     prefetch_rows = False  # its envelope gradient gathers the rows itself
     summary = "noisy SGD on the Moreau envelope of the hinge loss (closed-form prox), Poisson sampling"
     defaults = "beta = (G/M) min(sqrt(n)/4, eps n/(8 sqrt(d ln(1/delta)))); T, m, eta as noisy_sgd"
