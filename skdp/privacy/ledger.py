@@ -31,16 +31,25 @@ Two ways to attach a ledger to fits:
   ``est.set_fit_request(privacy_ledger=True)``). This works with thread and
   process parallelism: the ledger is a small picklable handle on an
   append-only file guarded by a file lock.
-* as a context manager, ``with ledger: search.fit(X, y)``: every skdp fit in
-  this process that has no explicit ledger is charged to it. Inside the block
-  joblib runs on threads, so ``n_jobs > 1`` is covered; a fit in another
-  process (a backend you select explicitly inside the block) is **not** seen
-  by the context manager: pass the ledger as metadata there.
+* as a context manager, ``with ledger: search.fit(X, y)``: every skdp fit
+  made in this block by this thread (more precisely, in this
+  :mod:`contextvars` context), and by the joblib workers of the ``n_jobs``
+  parallelism it starts, that has no explicit ledger is charged to it.
+  Inside the block joblib runs on threads that carry the block's ledger into
+  every task (so ``GridSearchCV(n_jobs=2)`` or a one-vs-rest fit with
+  ``n_jobs`` are covered, whatever backend was selected outside the block).
+  Another thread's fits are not charged to it, even while the block is open:
+  two threads with two ledgers each charge their own, and a search that
+  suspends the ledger (:class:`suspend_active_ledger`) hides only its own
+  inner fits. A thread you start yourself inside the block, or a joblib
+  backend you select explicitly **inside** the block, does not carry the
+  ledger: pass it as metadata there.
 
 Unlike an accountant stored as a constructor parameter, nothing here is lost
 by ``clone``: the ledger is never a parameter of an estimator.
 """
 
+import contextvars
 import json
 import os
 import tempfile
@@ -66,9 +75,12 @@ _EVENT_TYPES = {
     if isinstance(getattr(_events, name), type)
 }
 
-_ACTIVE = []
-_ACTIVE_LOCK = threading.Lock()
+#: the ledgers entered with ``with ledger:`` in this context, innermost last (a ``_NoLedger`` where a composite
+#: fit suspended them); per context, so per thread: another thread's block never sees them
+_ACTIVE = contextvars.ContextVar("skdp_active_ledgers", default=())
 _CHARGE_LOCK = threading.Lock()
+#: the joblib configurations the ``with ledger:`` blocks of this context entered, innermost last
+_CONFIGS = contextvars.ContextVar("skdp_ledger_joblib_configs", default=())
 
 
 class _Release:
@@ -83,9 +95,27 @@ class _Release:
 
 
 def active_ledger():
-    """The innermost ledger entered with ``with ledger:`` in this process, or ``None``."""
-    with _ACTIVE_LOCK:
-        return _ACTIVE[-1] if _ACTIVE else None
+    """The innermost ledger entered with ``with ledger:`` in this context (thread), or ``None``.
+
+    Inside a joblib task started in such a block (``n_jobs``), the block's
+    ledger; inside :class:`suspend_active_ledger`, a placeholder that charges
+    nothing.
+    """
+    stack = _ACTIVE.get()
+    return stack[-1] if stack else None
+
+
+def _push(entry):
+    _ACTIVE.set(_ACTIVE.get() + (entry,))
+
+
+def _pop(entry):
+    """Remove the innermost occurrence of ``entry`` from this context's stack (a no-op if absent)."""
+    stack = _ACTIVE.get()
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is entry:
+            _ACTIVE.set(stack[:i] + stack[i + 1:])
+            return
 
 
 class _NoLedger:
@@ -99,21 +129,60 @@ class suspend_active_ledger:
     """Context manager: fits inside are not charged to the active ledger.
 
     Used by composite mechanisms (``DPGridSearchCV``) that charge their own
-    total once, so their inner fits are not counted twice.
+    total once, so their inner fits are not counted twice. It acts on this
+    context only (and on the joblib tasks started inside it from a
+    ``with ledger:`` block): fits of other threads are charged as before.
     """
 
     def __enter__(self):
-        with _ACTIVE_LOCK:
-            _ACTIVE.append(_NoLedger())
+        self._entry = _NoLedger()
+        _push(self._entry)
         return self
 
     def __exit__(self, *exc):
-        with _ACTIVE_LOCK:
-            for i in range(len(_ACTIVE) - 1, -1, -1):
-                if isinstance(_ACTIVE[i], _NoLedger):
-                    del _ACTIVE[i]
-                    break
+        _pop(self._entry)
         return False
+
+
+class _InContext:
+    """A joblib task that runs with the active ledgers of the context that started its ``Parallel`` call.
+
+    Picklable (a ledger is a handle on its file), so the task can run in a
+    worker thread or, if a process backend ever carries it, in a worker process.
+    """
+
+    def __init__(self, func, stack):
+        self.func, self.stack = func, stack
+
+    def __call__(self, *args, **kwargs):
+        token = _ACTIVE.set(self.stack)
+        try:
+            return self.func(*args, **kwargs)
+        finally:
+            _ACTIVE.reset(token)
+
+
+def _ledger_threading_backend():
+    """joblib's threading backend whose tasks carry the ledgers active where each ``Parallel`` call starts."""
+    from joblib._parallel_backends import SequentialBackend, ThreadingBackend
+
+    class LedgerThreadingBackend(ThreadingBackend):
+        _stack = ()
+
+        def configure(self, n_jobs=1, parallel=None, **backend_kwargs):
+            # runs in the thread that calls Parallel: its ledgers (or a search's suspension) go to the tasks
+            self._stack = _ACTIVE.get()
+            return super().configure(n_jobs=n_jobs, parallel=parallel, **backend_kwargs)
+
+        def submit(self, func, callback=None):
+            return super().submit(_InContext(func, self._stack), callback=callback)
+
+        def get_nested_backend(self):
+            level = getattr(self, "nesting_level", 0) + 1
+            nested = SequentialBackend if level > 1 else LedgerThreadingBackend
+            return nested(nesting_level=level), None
+
+    return LedgerThreadingBackend()
 
 
 def _dump_event(ev):
@@ -176,7 +245,6 @@ class PrivacyLedger:
             os.close(fd)
         self.path = os.fspath(path)
         open(self.path, "a").close()
-        self._joblib_config = None
 
     def __repr__(self):
         return f"PrivacyLedger(budget={self.budget!r}, n_fits={self.n_fits})"
@@ -310,22 +378,17 @@ class PrivacyLedger:
     def __enter__(self):
         import joblib
 
-        with _ACTIVE_LOCK:
-            _ACTIVE.append(self)
-        self._joblib_config = joblib.parallel_config(backend="threading")
-        self._joblib_config.__enter__()
+        config = joblib.parallel_config(backend=_ledger_threading_backend())
+        config.__enter__()
+        _push(self)
+        _CONFIGS.set(_CONFIGS.get() + (config,))
         return self
 
     def __exit__(self, *exc):
+        configs = _CONFIGS.get()
+        _CONFIGS.set(configs[:-1])
         try:
-            self._joblib_config.__exit__(*exc)
+            configs[-1].__exit__(*exc)
         finally:
-            self._joblib_config = None
-            with _ACTIVE_LOCK:
-                _ACTIVE.remove(self)
+            _pop(self)
         return False
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_joblib_config"] = None
-        return state
