@@ -6,7 +6,8 @@ swapped, number of rows public), computed by one shared accountant from what
 the solver actually released.
 """
 
-from .exceptions import BudgetExceededError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
+from .exceptions import (BudgetExceededError, PrivacyLeakWarning, SpentFitError, UncertifiedSolutionError,
+                         WeakDeltaWarning)
 from . import datasets
 from .diagnostics import fit_diagnostics
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
@@ -33,6 +34,7 @@ __all__ = [
     "PrivacyLedger",
     "BudgetExceededError",
     "SpentFitError",
+    "UncertifiedSolutionError",
     "PrivacyLeakWarning",
     "WeakDeltaWarning",
     "list_solvers",

@@ -47,7 +47,8 @@ from sklearn.utils.validation import (_check_y, _num_features, _num_samples, che
 from . import diagnostics
 from ._random import noise_source
 from .bounds import clip_features
-from .exceptions import BudgetExceededError, PrivacyLeakWarning, SpentFitError, WeakDeltaWarning
+from .exceptions import (BudgetExceededError, PrivacyLeakWarning, SpentFitError, UncertifiedSolutionError,
+                         WeakDeltaWarning)
 from .privacy import ApproxDPEvent, PrivacyBudget, active_ledger, gdp_epsilon, gdp_mu, price, zcdp_rho
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,
@@ -288,10 +289,16 @@ def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(),
     """Run ``solver`` on the bounded ``problem`` and :func:`release` what it and the bound choices released.
 
     ``pre_events`` are the events of the private bound choices made before
-    (with the same generator ``rng``). Nothing is set if the solver raises.
+    (with the same generator ``rng``). Nothing is set if the solver raises;
+    the exact numbers behind a refusal (:class:`~skdp.exceptions.UncertifiedSolutionError`)
+    go to :func:`~skdp.fit_diagnostics`, never into the error's message.
     Returns the :class:`~skdp.solvers.SolverResult`.
     """
-    result = solver.solve(problem, budget, rng)
+    try:
+        result = solver.solve(problem, budget, rng)
+    except UncertifiedSolutionError as exc:
+        diagnostics.record(estimator, **exc.__dict__.pop("_diagnostics", {}))
+        raise
     release(estimator, list(pre_events) + list(result.events), derived=derived, noise_scale=result.noise_scale,
             result=result, solver=solver, n_clipped=n_clipped, **diagnostic_values)
     return result

@@ -57,6 +57,25 @@ class SpentFitError(ValueError):
         return (type(self), (self.args[0], self.privacy_spent, self.privacy_events))
 
 
+class UncertifiedSolutionError(RuntimeError):
+    """A solver could not certify that the point it would release is covered by its privacy proof.
+
+    Objective perturbation's guarantee holds for the exact minimiser of the
+    perturbed objective only; when the optimiser cannot certify that its
+    point is one (its gradient norm above the certificate's tolerance), the
+    fit releases nothing and raises this error. The message says in words what
+    failed: the exact numbers (the gradient norm at the point is a statistic of
+    the private rows) are not in it, so that a log of the error publishes
+    nothing about the data. The data holder reads them in
+    :func:`skdp.fit_diagnostics` of the estimator (``kkt_residual``).
+    """
+
+    def __init__(self, message, diagnostics=None):
+        super().__init__(message)
+        # exact statistics for fit_diagnostics; taken off the error by the fit before it propagates
+        self._diagnostics = dict(diagnostics or {})
+
+
 class BudgetExceededError(RuntimeError):
     """A fit was refused because it would exceed a ledger's budget.
 

@@ -1,9 +1,12 @@
 """Objective perturbation releases only a certified minimiser (dense and CSR input)."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy import linalg, optimize, sparse
 
+import skdp
 from skdp import DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression, fit_diagnostics
 from skdp.solvers import perturbation
 
@@ -62,6 +65,24 @@ def test_forced_early_stop_is_refused_not_released(data, monkeypatch):
     with pytest.raises(RuntimeError, match="could not certify"):
         est.fit(X, y)
     assert not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("classes", [[0, 1], [0, 1, 2]], ids=["binary", "one-vs-rest"])
+def test_refusal_message_carries_no_exact_statistic(data, monkeypatch, classes):
+    """The attack: a log of the refusal must not publish the gradient norm at the point (an exact statistic of
+    the rows). The old message printed it ("gradient norm is 0.0123 > ..."); now it goes to fit_diagnostics."""
+    X, y, y3 = data
+    _cripple_optimiser(monkeypatch)
+    est = _obj_pert(classes=classes)
+    with pytest.raises(skdp.UncertifiedSolutionError, match="could not certify") as info:
+        est.fit(X, y if len(classes) == 2 else y3)
+    resid = fit_diagnostics(est)["kkt_residual"]
+    assert resid > perturbation.CERTIFICATE_TOL  # the refusal was real, and the data holder sees why
+    message = str(info.value)
+    assert f"{resid:.3g}" not in message and f"{resid:.2g}" not in message, message
+    assert not re.search(r"\d\.\d+e-?\d", message), message  # no number printed in scientific notation
+    assert not vars(info.value).get("_diagnostics")  # the error object carries no exact number either
+    assert isinstance(info.value, RuntimeError)  # callers catching RuntimeError still do
 
 
 def test_two_stage_inherits_the_certificate(monkeypatch):

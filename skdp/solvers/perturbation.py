@@ -22,6 +22,7 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release, secure_laplace_release
+from ..exceptions import UncertifiedSolutionError
 from ..penalties import project_l2_ball
 from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_rows
 
@@ -288,14 +289,20 @@ NEWTON_STEPS = 20
 
 
 def _certify(resid, lin):
-    """Refuse to release a point whose perturbed-objective gradient norm is above the certificate."""
+    """Refuse to release a point whose perturbed-objective gradient norm is above the certificate.
+
+    The gradient norm is a statistic of the private rows: it goes to the
+    estimator's :func:`~skdp.fit_diagnostics`, not into the message.
+    """
     tol = CERTIFICATE_TOL * max(1.0, float(np.linalg.norm(lin)))
     if not resid <= tol:
-        raise RuntimeError(
-            f"obj_pert could not certify its minimiser: the perturbed objective's gradient norm is {resid:.3g} "
-            f"> {tol:.3g} at the returned point, and the privacy proof covers only the exact minimiser; "
-            "refusing to release it. A larger alpha (better conditioning) or solver='obj_pert_svrg' "
-            "(which pays for an approximate minimiser with output noise) avoids this."
+        raise UncertifiedSolutionError(
+            "obj_pert could not certify its minimiser: the perturbed objective's gradient norm at the returned "
+            "point is above the certificate's tolerance (its value is in skdp.fit_diagnostics(estimator)"
+            "['kkt_residual']), and the privacy proof covers only the exact minimiser; refusing to release it. "
+            "A larger alpha (better conditioning) or solver='obj_pert_svrg' (which pays for an approximate "
+            "minimiser with output noise) avoids this.",
+            {"kkt_residual": float(resid)},
         )
 
 
@@ -500,6 +507,6 @@ def _svrg_certified(problem, lam, lin, tol, rng, max_epochs):
     w, _ = _minimise_smooth(problem, lam, lin)
     if np.linalg.norm(grad(w) + lam * w + lin) <= tol:
         return w
-    raise RuntimeError(  # pragma: no cover - strongly convex smooth problem
+    raise UncertifiedSolutionError(  # pragma: no cover - strongly convex smooth problem
         "obj_pert_svrg could not certify its approximate minimiser; refusing to release it."
     )
