@@ -81,6 +81,28 @@ def test_private_quantile_selection_probabilities():
     assert stats.chisquare(np.bincount(draws, minlength=4), p * 20000).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("q, epsilon, err, match", [
+    (-0.5, 1.0, ValueError, "q must be a quantile level in \\(0, 1\\), got -0.5"),
+    (1.5, 1.0, ValueError, "q must be a quantile level in \\(0, 1\\), got 1.5"),
+    (0.0, 1.0, ValueError, "q must be"),
+    (1.0, 1.0, ValueError, "q must be"),
+    (float("nan"), 1.0, ValueError, "q must be a quantile level in \\(0, 1\\), got nan"),
+    ("0.5", 1.0, TypeError, "q must be a real number"),
+    (0.5, 0.0, ValueError, "epsilon must be positive"),
+    (0.5, float("inf"), ValueError, "epsilon must be positive and finite"),
+])
+def test_private_quantile_refuses_a_bad_level_before_reading_the_values(q, epsilon, err, match):
+    """A port of a peer library's tests: q = -0.5 and 1.5 returned a grid point, q = nan raised an unclear
+    "scores must be finite"."""
+
+    class Unreadable:  # the values are not touched before the parameters are checked
+        def __array__(self, *a, **k):
+            raise AssertionError("the values were read")
+
+    with pytest.raises(err, match=match):
+        private_quantile(Unreadable(), q, epsilon, np.random.RandomState(0), np.array([1.0, 2.0]))
+
+
 def test_private_quantile_is_private_on_neighbours(under_noise):
     """Replace one value (low -> high): every outcome's probability moves by <= e^epsilon."""
     rng = np.random.RandomState(1)

@@ -26,6 +26,7 @@ report-noisy-max instead (the scalers' per-feature ranges do).
 """
 
 import math
+from numbers import Real
 
 import numpy as np
 
@@ -90,8 +91,20 @@ def private_quantile(values, q, epsilon, rng, grid=DEFAULT_NORM_GRID, secure=Tru
     value : float, a grid point
     event : BoundedRangeEvent
     """
+    _check_quantile_args(q, epsilon)  # before the values are read
     values = np.asarray(values, dtype=float)
     return private_quantile_from_counts(grid_counts(values, grid), values.size, q, epsilon, rng, grid, secure)
+
+
+def _check_quantile_args(q, epsilon):
+    """``ValueError`` naming ``q`` / ``epsilon`` unless ``0 < q < 1`` and ``0 < epsilon < inf`` (real numbers)."""
+    for name, value in (("q", q), ("epsilon", epsilon)):
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(f"{name} must be a real number, got {value!r}.")
+    if not 0.0 < q < 1.0:  # also refuses nan
+        raise ValueError(f"q must be a quantile level in (0, 1), got {q!r}.")
+    if not 0.0 < epsilon < math.inf:
+        raise ValueError(f"epsilon must be positive and finite, got {epsilon!r}.")
 
 
 def grid_counts(values, grid, side="right"):
@@ -120,6 +133,7 @@ def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_G
     (replace-one sensitivity 1) and the pick is ``argmax(score + Gumbel(2 / epsilon))``
     (``secure``: the exact exponential mechanism on the rounded scores).
     """
+    _check_quantile_args(q, epsilon)
     scores = -np.abs(np.asarray(counts) - q * int(n))
     idx = select(rng, scores, *secure_selection_plan(1.0, epsilon, secure))
     return float(np.asarray(grid, dtype=float)[idx]), BoundedRangeEvent(float(epsilon))
