@@ -13,6 +13,11 @@ same ``privacy_events_`` and ``privacy_spent_`` as the in-memory fit on the
 same rows and, for a given seed, the same coefficients up to the order of
 floating-point summation.
 
+A Dask fit takes no ``sample_weight``; as in memory, every row's weight is
+then 1 clipped to ``max_sample_weight`` (``min(1, max_sample_weight)``,
+:func:`skdp._weights.default_weight`), so that no row contributes more than
+the bound its noise is priced for.
+
 What is public: the number of rows ``n`` (from the chunk shapes; a
 dataframe's partition lengths are computed once, which reads nothing but the
 lengths) and the number of columns, as in memory. Every guarantee is for
@@ -38,6 +43,7 @@ from sklearn.utils.validation import _check_feature_names, _check_n_features
 from . import diagnostics
 from ._random import fit_randomness
 from ._release import charge, class_indices, classes_from_counts, ClassSelection, solve_and_release, zero_rows
+from ._weights import default_weight
 from .bounds import (augmented_row_bound, bound_features, bound_labels, clip_features, label_range_from_counts,
                      raw_row_bound, row_norms)
 from .losses import clipped_mean_gradient
@@ -314,26 +320,34 @@ def _gram(X, norms, y):
     return X.T @ X, X.T @ np.asarray(y, dtype=float)
 
 
+@dataclasses.dataclass
 class DaskProblem(Problem):
     """A :class:`~skdp.solvers.Problem` whose ``X`` is a :class:`DaskDesign`: full-batch passes as reductions.
 
     ``mean_gradient`` adds up the clipped per-example gradients of every block
     (:func:`skdp.losses.clipped_mean_gradient`, the in-memory code, on each
     block) and divides by the public ``n``; ``gram`` adds up ``X^T X`` and
-    ``X^T y``. The solver adds its noise to these sums on the client, as in
+    ``X^T y``. Both are weighted by ``row_weight``, every row's weight (a Dask
+    fit takes no ``sample_weight``: each row weighs 1 clipped to
+    ``max_sample_weight``, :func:`skdp._weights.default_weight`, as in
+    memory). The solver adds its noise to these sums on the client, as in
     memory. Row sampling (``rows=``) is refused: only full-batch solvers run.
     """
+
+    #: every row's weight, ``min(1, max_sample_weight)`` (public; the in-memory fit's ``sample_weight`` then)
+    row_weight: float = 1.0
 
     def mean_gradient(self, coef, rows=None, n_total=None):
         if rows is not None:
             raise ValueError("Dask input runs full-batch solvers only (no row sampling); use one of "
                              f"{list(DASK_SOLVERS)}.")
         (total,) = self.X._reduce(_gradient_sum, self.loss, np.asarray(coef), self.clip)
-        return total / (self.n if n_total is None else n_total)
+        return self.row_weight * total / (self.n if n_total is None else n_total)
 
     def gram(self):
         XtX, Xty = self.X._reduce(_gram)
-        return np.asarray(XtX, dtype=float), np.asarray(Xty, dtype=float).ravel()
+        return (self.row_weight * np.asarray(XtX, dtype=float),
+                self.row_weight * np.asarray(Xty, dtype=float).ravel())
 
     def objective(self, coef):
         raise ValueError("The objective of a Dask fit is not computed (it would be another pass over X).")
@@ -386,7 +400,8 @@ def _fit_problem(est, rows, targets, loss, n_outputs, solver, *, label_bound=Non
                         feature_clip=radius)
     base = est._problem(n, loss, n_outputs, public.data_norm, X=design, label_bound=label_bound,
                         coef_norm=coef_norm, clip_norm=clip_norm, solver=solver)
-    problem = DaskProblem(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init})
+    problem = DaskProblem(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init},
+                          row_weight=default_weight(est, warn=True))
     budget = est._solver_budget(solver, problem, pre_events)
     result = solve_and_release(est, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived)
     diagnostics.record(est, n_rows_clipped=design.n_rows_clipped)

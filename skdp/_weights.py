@@ -13,6 +13,13 @@ averages ``w_i u_i``) with every weight in ``[0, W]``:
   :class:`UserWarning`; nothing about which or how many rows is stored), a
   negative or non-finite weight is a ``ValueError``; then each row's weight is
   multiplied by its class's weight.
+* No ``sample_weight`` means a weight of 1 for every row **before** the clip:
+  every row weighs ``min(1, max_sample_weight)`` (:func:`default_weight`), in
+  memory, on Dask and in the multi-party protocol alike, so a row never
+  contributes more than the ``W`` its noise is priced for. (Below 1 this
+  scales every loss term by ``max_sample_weight``, with a ``UserWarning``;
+  :class:`~skdp.DPStandardScaler` divides by that public total weight, so its
+  statistics are those of ``max_sample_weight = 1``.)
 * ``n`` stays the public number of rows (a weight 0 removes a row's influence,
   not the row); weights all equal to 1 are the unweighted fit, bit for bit.
 * The private bound selections (``data_norm="auto"``, ``label_bound="auto"``,
@@ -31,7 +38,7 @@ from sklearn.utils.validation import _check_sample_weight
 from ._release import _caller_stacklevel
 
 __all__ = ["WEIGHT_CONSTRAINTS", "CLASS_WEIGHT_CONSTRAINTS", "check_weight_params", "weight_bound", "row_weights",
-           "sample_weights", "class_weighted"]
+           "sample_weights", "class_weighted", "default_weight"]
 
 #: ``_parameter_constraints`` entries of the weight parameters
 WEIGHT_CONSTRAINTS = {"max_sample_weight": [Interval(Real, 0, None, closed="neither")]}
@@ -80,6 +87,22 @@ def weight_bound(estimator):
                                                                                           None))
 
 
+def default_weight(estimator, warn=False):
+    """Every row's weight when ``fit`` gets no ``sample_weight``: 1 clipped to ``max_sample_weight``.
+
+    ``min(1, max_sample_weight)`` (public). ``warn=True`` (the linear models, whose objective it
+    scales) warns when it is below 1; a scaler divides by it and does not need to.
+    """
+    W = float(getattr(estimator, "max_sample_weight", 1.0))
+    if W < 1.0 and warn:
+        warnings.warn(f"max_sample_weight={W:g} is below 1 and fit got no sample_weight: every row's weight 1 is "
+                      f"clipped to {W:g} (the privacy guarantee bounds every weight by max_sample_weight), which "
+                      f"scales every loss term by {W:g}, as a penalty {1 / W:g} times larger would. Leave "
+                      "max_sample_weight at 1 to fit without weights.", UserWarning,
+                      stacklevel=_caller_stacklevel())
+    return min(1.0, W)
+
+
 def row_weights(estimator, sample_weight, X, y=None, classes=None):
     """Each row's weight in ``[0, weight_bound(estimator)]``, or ``None`` when every weight is 1.
 
@@ -96,22 +119,23 @@ def row_weights(estimator, sample_weight, X, y=None, classes=None):
 
 
 def sample_weights(estimator, sample_weight, X):
-    """``sample_weight`` validated and clipped to ``max_sample_weight`` (see :func:`row_weights`), ones if ``None``."""
+    """``sample_weight`` validated and clipped to ``max_sample_weight`` (see :func:`row_weights`).
+
+    ``None``: every row's weight is :func:`default_weight`, ``min(1, max_sample_weight)``.
+    """
+    if sample_weight is None:  # weight 1 before the clip: min(1, W) each (see default_weight)
+        return np.full(X.shape[0], default_weight(estimator, warn=True))
     W = float(getattr(estimator, "max_sample_weight", 1.0))
-    n = X.shape[0]
-    if sample_weight is None:
-        weights = np.ones(n)
-    else:
-        # sklearn's input checks (shape, finite, not all zero), each message naming sample_weight
-        try:
-            weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            message = str(exc)
-            if "sample_weight" not in message.replace("Sample weights", "sample_weight"):
-                message = f"sample_weight: {message}"
-            raise type(exc)(message) from exc
-        if np.any(weights < 0):
-            raise ValueError("sample_weight must be non-negative; got negative weights.")
+    # sklearn's input checks (shape, finite, not all zero), each message naming sample_weight
+    try:
+        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        message = str(exc)
+        if "sample_weight" not in message.replace("Sample weights", "sample_weight"):
+            message = f"sample_weight: {message}"
+        raise type(exc)(message) from exc
+    if np.any(weights < 0):
+        raise ValueError("sample_weight must be non-negative; got negative weights.")
     if np.any(weights > W):
         warnings.warn(f"sample_weight: weights above max_sample_weight={W:g} were clipped to it (the privacy "
                       "guarantee bounds every weight by max_sample_weight). Raise max_sample_weight to keep them, "

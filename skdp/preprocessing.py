@@ -34,7 +34,7 @@ from .privacy import (
     pure_noise_scale,
     weight_coordinate_scale,
 )
-from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
+from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.discrete import secure_selection_plan
 from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
 
@@ -262,12 +262,15 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         the guarantee then assumes it is secret and used for one release (see
         ``noise_source_``).
     max_sample_weight : float, default=1.0
-        Public bound ``W`` on the ``sample_weight`` of a row (> 0; larger
+        Public bound ``W`` on the weight of a row (> 0; larger
         weights are clipped to it, with a ``UserWarning``). Both releases are
-        the weighted sums ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i^2``
-        (``w_i = 1`` without ``sample_weight``), so both sensitivities, and the
-        noise, are ``W`` times the unweighted ones, whether or not ``fit`` gets
-        weights (as every skdp estimator; the price is the same). A weighted
+        the weighted sums ``(1/n) sum w_i u_i`` and ``(1/n) sum w_i u_i^2``, so
+        both sensitivities, and the noise, are ``W`` times the unweighted ones,
+        whether or not ``fit`` gets weights (as every skdp estimator; the price
+        is the same). Without ``sample_weight`` every row's weight is 1 before
+        the clip, so ``w_i = min(1, W)`` (a public total: the sums are divided
+        by it, and below 1 the fit is that of ``W = 1``; it is never a row of
+        weight 1 under noise priced for ``W < 1``). A weighted
         mean divides by the total weight ``sum w_i``, which is private: the fit
         with ``sample_weight`` also releases the **deficit** ``(1/n) sum (1 -
         w_i)`` (0 when every weight is 1) with independent noise of the scale
@@ -313,10 +316,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
     n_samples_seen_ : float
-        ``n`` (public); with ``sample_weight``, the estimated total weight
-        ``n t`` the weighted sums were divided by (private: post-processing of
-        the noisy deficit; see ``max_sample_weight``), as scikit-learn's sum of
-        the weights.
+        The total weight the weighted sums were divided by, as scikit-learn's
+        sum of the weights: without ``sample_weight`` ``n min(1,
+        max_sample_weight)`` (public; ``n`` at the default), with it the
+        estimate ``n t`` (private: post-processing of the noisy deficit; see
+        ``max_sample_weight``).
     clip_norm_ : float or None
         The radius ``c`` used (in units of the ranges), ``None`` without
         clipping. Private with ``"auto"`` (part of the release).
@@ -515,7 +519,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
         U = _clip_unit_rows(U, radius, norms)
-        if weights is None:  # unweighted, or every weight 1: the means (and, weighted, a deficit of 0)
+        if weights is None:  # no weights (the means, weighted below), or every weight 1 (a deficit of 0)
             first, second = U.mean(axis=0), np.mean(U**2, axis=0)
             deficit = None if sample_weight is None else 0.0
         else:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the deficit (1/n) sum (1 - w_i)
@@ -560,23 +564,29 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         ``deficit`` (fits with ``sample_weight``): ``(1/n) sum (1 - w_i)``, released after the two moments
         with the noise of :meth:`_deficit_scale`; the moments (then the weighted sums over ``n``) are divided
-        by the estimated total weight of :meth:`_total_weight`.
+        by the estimated total weight of :meth:`_total_weight`. Without it (no ``sample_weight``) the moments
+        are unweighted: every row's weight is ``c = min(1, max_sample_weight)``
+        (:func:`skdp._weights.default_weight`), so the sums released are ``c`` times them and are divided
+        by that public total ``c``.
         """
         r = hi - lo
         sens = self._sensitivities(d, n, radius, weight_bound(self))
         release_events, scales = self._events(sens, d)
         events = events + release_events
+        if deficit is None:  # weight 1 clipped to max_sample_weight: every row weighs c (1 when W >= 1)
+            total = default_weight(self)
+            u_mean, u_second = total * u_mean, total * u_second
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
         first = u_mean + draw(rng, scales[0], d)
         usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise (unweighted)
-        total = 1.0
         if deficit is not None:  # drawn last: with every weight 1 the moments are the unweighted fit's
             total = self._total_weight(deficit, self._deficit_scale(sens[0], scales[0], d, n, radius), n, rng)
-            first, usecond = first / total, usecond / total
+        first, usecond = first / total, usecond / total
         umean = np.clip(first, -0.5, 0.5)
         # Variances below the noise level of their estimate are not resolved: floor them
-        # there (post-processing of public quantities), so no feature is blown up.
-        floor = max(1e-4, 2.0 * float(scales[1]))
+        # there (post-processing of public quantities), so no feature is blown up. The
+        # estimate is the noisy sum divided by the total weight: its noise is scales[1] / total.
+        floor = max(1e-4, 2.0 * float(scales[1]) / total)
         uvar = np.clip(usecond - umean**2, min(floor, 0.25), 0.25)
         mean = lo + r * (umean + 0.5)
         var = uvar * r**2

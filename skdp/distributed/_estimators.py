@@ -229,8 +229,10 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     max_sample_weight : float, default=1.0
         Public bound on the ``sample_weight`` of a record (> 0): larger weights are clipped to it. Every
         sensitivity (and the public bound on the shared vectors) is proportional to it (to it times the
-        largest class weight with ``class_weight``), whether or not ``fit`` gets weights; see
-        :doc:`/user_guide/weights`.
+        largest class weight with ``class_weight``), whether or not ``fit`` gets weights. Without
+        ``sample_weight`` each record's weight is 1 before the clip, so every record weighs
+        ``min(1, max_sample_weight)`` (in process and on Dask input): below 1 that scales every loss term by
+        it, as a larger penalty would (with a ``UserWarning``); see :doc:`/user_guide/weights`.
     class_weight : dict or None, default=None
         Public weights ``{label: weight}`` (``>= 0``; a label without an entry has weight 1) that multiply
         each record's ``sample_weight``, as in scikit-learn. ``"balanced"`` is refused: it needs the

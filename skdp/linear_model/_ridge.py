@@ -169,8 +169,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     max_sample_weight : float, default=1.0
         Public bound on the ``sample_weight`` of a row (> 0): larger weights
         are clipped to it, with a ``UserWarning``. Every sensitivity, and so
-        the noise, is proportional to it, whether or not ``fit`` gets
-        weights; see :doc:`/user_guide/weights`.
+        the noise, is proportional to it, whether or not ``fit`` gets weights.
+        Without ``sample_weight`` each row's weight is 1 before the clip, so
+        every row weighs ``min(1, max_sample_weight)`` (in memory and on Dask
+        input): below 1 that scales every loss term by it, as a larger penalty
+        would (with a ``UserWarning``); see :doc:`/user_guide/weights`.
 
     Attributes
     ----------

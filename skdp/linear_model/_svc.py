@@ -91,7 +91,10 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         Public bound on the ``sample_weight`` of a row (> 0): larger weights
         are clipped to it, with a ``UserWarning``. Every sensitivity, and so
         the noise, is proportional to it (to it times the largest class weight
-        with ``class_weight``), whether or not ``fit`` gets weights; see
+        with ``class_weight``), whether or not ``fit`` gets weights. Without
+        ``sample_weight`` each row's weight is 1 before the clip, so every row
+        weighs ``min(1, max_sample_weight)``: below 1 that scales every loss
+        term by it, as a larger penalty would (with a ``UserWarning``); see
         :doc:`/user_guide/weights`.
     class_weight : dict or None, default=None
         Public weights ``{label: weight}`` (``>= 0``; a label without an entry
