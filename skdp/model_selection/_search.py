@@ -1,6 +1,7 @@
 """Budget-aware model selection: DPGridSearchCV and the cost of a plain search."""
 
 import math
+import uuid
 import warnings
 from numbers import Integral, Real
 
@@ -22,7 +23,8 @@ from sklearn.utils.validation import (
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
 from .._random import assign_child_seed, child_source, generator, root_seed, shared_sources
-from .._utils import dp_steps, leak_message, leaky_steps
+from .._release import check_charged
+from .._utils import dp_steps, leak_message, leaky_steps, named_steps
 from ..exceptions import PrivacyLeakWarning
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
@@ -79,10 +81,11 @@ def search_privacy_cost(search, X, y=None, delta=None):
     -------
     PrivacyBudget
         ``epsilon=inf`` if a candidate reads a bound from the data; also, with
-        a :class:`~skdp.PrivacyLeakWarning`, if the estimator has a step that
-        is not DP and learns from the rows (see
-        :func:`skdp.pipeline_privacy_spent`), or if a DP step has a user-given
-        ``random_state``: ``clone`` copies the seed into every fold and
+        a :class:`~skdp.PrivacyLeakWarning`, if the estimator or any
+        candidate (a grid value may swap in a step or a whole Pipeline) has a
+        step that is not DP and learns from the rows (see
+        :func:`skdp.pipeline_privacy_spent`), or if a DP step of either has a
+        user-given ``random_state``: ``clone`` copies the seed into every fold and
         candidate, so all those fits draw the same noise and are not
         independent releases.
     """
@@ -105,11 +108,17 @@ def search_privacy_cost(search, X, y=None, delta=None):
     n_targets = np.shape(y)[1] if np.ndim(y) == 2 and not is_classifier(base) else None
     if delta is None:
         delta = _find_delta(base)
-    leaks = leaky_steps(base)
-    if leaks:
-        warnings.warn(f"search_privacy_cost is inf: {leak_message(leaks)}", PrivacyLeakWarning, stacklevel=2)
-        return PrivacyBudget(math.inf, delta)
-    seeded = [type(s).__name__ for s in dp_steps(base) if s.random_state is not None]
+    # every candidate, as the search builds it (grid values may swap in steps), before anything is priced
+    built = [(params, _candidate(base, params)) for params in candidates]
+    for params, est in [({}, base), *built]:
+        leaks = leaky_steps(est)
+        if leaks:
+            where = f" (in the candidate setting {sorted(params)})" if params else ""
+            warnings.warn(f"search_privacy_cost is inf{where}: {leak_message(leaks)}", PrivacyLeakWarning,
+                          stacklevel=2)
+            return PrivacyBudget(math.inf, delta)
+    seeded = sorted({type(s).__name__ for _, est in [({}, base), *built] for s in dp_steps(est)
+                     if s.random_state is not None})
     if seeded and len(candidates) * (len(sizes) + int(bool(search.refit))) > 1:
         warnings.warn(
             f"search_privacy_cost is inf: {seeded} have a fixed random_state, which clone copies into every "
@@ -118,8 +127,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
         )
         return PrivacyBudget(math.inf, delta)
     events = []
-    for params in candidates:
-        est = clone(base).set_params(**params)
+    for _, est in built:
         for m in sizes:
             ev = planned_events_of(est, m, nf, n_targets)
             if ev is None:
@@ -132,11 +140,23 @@ def search_privacy_cost(search, X, y=None, delta=None):
     refits = [search.best_params_] if hasattr(search, "best_params_") else candidates
     costs = []
     for params in refits:
-        ev = planned_events_of(clone(base).set_params(**params), n, nf, n_targets)
+        ev = planned_events_of(_candidate(base, params), n, nf, n_targets)
         if ev is None:
             return PrivacyBudget(math.inf, delta)
         costs.append(price(events + ev, delta).budget)
     return max(costs, key=lambda b: b.epsilon)
+
+
+def _candidate(base, params):
+    """A fresh candidate: a clone of ``base`` given the grid values ``params``, themselves cloned.
+
+    As in scikit-learn's searches (``clone(params, safe=False)``): an estimator
+    given as a grid value is copied, so no candidate shares a step object with
+    the grid or with another candidate (a step fitted for one candidate can
+    never be published with another), and setting a candidate's budget never
+    changes the user's objects.
+    """
+    return clone(base).set_params(**clone(params, safe=False))
 
 
 def _find_delta(est):
@@ -174,20 +194,23 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     (the split does not depend on the data), into a training part and a
     validation part. Every candidate is fitted on the training part with the
     same per-candidate budget, chosen so that the accountant prices **all**
-    candidate fits together at no more than ``(epsilon, delta)``. Each
-    candidate's validation score (accuracy for classifiers; minus the mean
-    squared error clipped to the public label range for regressors) has
-    replace-one sensitivity ``s = 1/n_val`` (``range^2/n_val``), and the best
-    candidate is chosen with the exponential mechanism (Gumbel report-noisy-max,
-    scale ``2s/epsilon``; McSherry and Talwar 2007) using the whole
-    epsilon on the validation part.
+    candidate fits together at no more than ``(epsilon, delta)`` as planned
+    (a one-vs-rest candidate with ``classes="auto"`` is planned as one binary
+    fit and may run releases priced slightly above it; ``privacy_spent_`` and
+    a ledger count what ran). Each candidate's validation score (accuracy for
+    classifiers; minus the mean squared error clipped to the public label
+    range for regressors) has replace-one sensitivity ``s = 1/n_val``
+    (``range^2/n_val``), and the best candidate is chosen with the
+    exponential mechanism (Gumbel report-noisy-max, scale ``2s/epsilon``;
+    McSherry and Talwar 2007) using the whole epsilon on the validation part.
 
     Privacy (replace-one, ``n`` public): a changed row lies either in the
     training part, where the output is post-processing of the candidate fits
-    (priced together at ``<= (epsilon, delta)``), or in the validation part,
-    where only the selection reads it (``epsilon``-DP). So the search is
-    ``(epsilon, delta)``-DP (parallel composition over a data-independent
-    partition). The returned model is the selected candidate as fitted on the
+    (priced together by the accountant at ``epsilon_train``), or in the
+    validation part, where only the selection reads it (``epsilon``-DP). So
+    the search is ``(max(epsilon_train, epsilon), delta)``-DP (parallel
+    composition over a data-independent partition): ``(epsilon, delta)`` as
+    planned. The returned model is the selected candidate as fitted on the
     training part; there is no refit on all rows (it would spend more budget).
     Raw validation scores are never exposed.
 
@@ -196,11 +219,14 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     estimator : skdp estimator or Pipeline ending in one
         Its ``epsilon`` and ``delta`` are set by the search (split equally
         across the DP steps of a Pipeline, e.g. a
-        :class:`~skdp.DPStandardScaler` and the model). Every other step must
-        learn nothing from the rows (``FunctionTransformer``, ``Normalizer``)
-        or be declared fitted on public data
-        (:class:`sklearn.frozen.FrozenEstimator`); a step such as sklearn's
-        ``StandardScaler`` is refused with a ``ValueError`` naming it. The
+        :class:`~skdp.DPStandardScaler` and the model). Every other step, in
+        the estimator and in every candidate of ``param_grid`` (a grid value
+        may swap in a step or a whole Pipeline), must learn nothing from the
+        rows (``FunctionTransformer``, ``Normalizer``) or be declared fitted
+        on public data (:class:`sklearn.frozen.FrozenEstimator`); a step such
+        as sklearn's ``StandardScaler`` is refused with a ``ValueError``
+        naming it, and every candidate must end in an skdp classifier
+        (regressor) as the estimator does. The
         steps' own ``random_state`` is not used: each DP step of each
         candidate draws its noise from an independent child
         (``numpy.random.SeedSequence.spawn``) of the search's
@@ -215,7 +241,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         is fitted, except the noise comparison, which needs the fits.
     param_grid : dict or list of dicts
         As in :class:`sklearn.model_selection.GridSearchCV`; must not contain
-        ``epsilon``, ``delta`` or ``random_state``.
+        ``epsilon``, ``delta`` or ``random_state``. Its values are cloned for
+        each candidate (``clone(value, safe=False)``, as scikit-learn's
+        searches do): candidates share no step, and the grid's own objects
+        are neither fitted nor given a budget.
     epsilon : float, default=1.0
         Total epsilon for the whole search.
     delta : float, default=1e-5
@@ -239,7 +268,9 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     candidate_budget_ : PrivacyBudget
         The (epsilon, delta) each candidate was fitted with.
     privacy_spent_ : PrivacyBudget
-        Total for the search (replace-one).
+        Total for the search (replace-one), priced from the events the
+        candidates ran: ``max`` of the accountant's price of all candidate
+        fits at ``delta`` and the selection's ``epsilon``.
     noise_source_ : str
         ``"os-entropy"`` or ``"seed:<digest>"`` of ``random_state`` (see
         :func:`skdp.pipeline_privacy_spent`); a ledger refuses a second search
@@ -300,8 +331,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         def total(eps_c):
             events = []
             for params in cands:
-                est = clone(self.estimator).set_params(**params)
-                _set_budget(est, eps_c, d_c, None)
+                est = _set_budget(_candidate(self.estimator, params), eps_c, d_c, None)
                 ev = planned_events_of(est, n_train, n_features)
                 if ev is None:
                     raise ValueError(
@@ -342,8 +372,12 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
         privacy_ledger : PrivacyLedger or None, default=None
             Charge the whole search, once, as an ``(epsilon, delta)`` release
-            (its candidate fits are not charged separately). ``None`` uses the
-            ledger of an enclosing ``with ledger:`` block, if any.
+            before any row is read (its candidate fits are not charged
+            separately). Should ``privacy_spent_`` come out above the charge
+            (see above), the record is amended to it if the ledger's budget
+            allows; otherwise ``BudgetExceededError`` is raised and nothing is
+            released. ``None`` uses the ledger of an enclosing ``with
+            ledger:`` block, if any.
         **params : dict
             Fit parameters of the candidates, e.g. ``sample_weight``; an array
             of one value per row is split with the rows (the candidates get
@@ -374,13 +408,21 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if n - n_val < 1:
             raise ValueError("validation_fraction leaves no training rows.")
         eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X))
+        self.__dict__.pop("_ledger_charge", None)  # a charge of an earlier fit never counts for this one
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
         root, source = root_seed(self.random_state)
         if ledger is not None:
-            ledger.charge([ApproxDPEvent(self.epsilon, self.delta)], label=f"DPGridSearchCV(epsilon={self.epsilon})",
-                          noise_source=source)
-        with suspend_active_ledger():
-            return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params)
+            # charged before the data is read; _fit makes the record cover what the candidates ran
+            charged, record_id = [ApproxDPEvent(self.epsilon, self.delta)], uuid.uuid4().hex
+            ledger.charge(charged, label=f"DPGridSearchCV(epsilon={self.epsilon})", noise_source=source,
+                          record_id=record_id)
+            if hasattr(ledger, "amend"):  # not the suspended ledger of an enclosing composite fit
+                self._ledger_charge = (charged, ledger, record_id)
+        try:
+            with suspend_active_ledger():
+                return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params)
+        finally:
+            self.__dict__.pop("_ledger_charge", None)  # no ledger handle stays on the estimator
 
     def get_metadata_routing(self):
         """Routing of the fit parameters to the candidates' ``fit`` (see :meth:`fit`).
@@ -395,24 +437,20 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     def _check_estimator(self, cands=({},)):
         """A DP estimator, or a Pipeline whose steps are all DP, stateless or declared public.
 
-        Every candidate (``cands``: the parameter settings of the grid) is
-        checked too, before the ledger is charged or any candidate is fitted:
-        no Pipeline may cache its steps (``memory``), and a regressor needs a
-        public ``label_bound`` for the private selection.
+        The estimator and every candidate (``cands``: the parameter settings of
+        the grid, built as the search builds them, so a grid value that swaps
+        in a step or a whole Pipeline is checked with its nested steps) are
+        checked before the ledger is charged or any candidate is fitted: no
+        step that is not DP learns from the rows (``ValueError`` naming it),
+        the last step is an skdp classifier (regressor) as the estimator's is,
+        no Pipeline caches its steps (``memory``), and a regressor has a public
+        ``label_bound`` for the private selection.
         """
-        steps = dp_steps(self.estimator)
-        if not steps:
-            raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
-                            f"{type(self.estimator).__name__}.")
-        final = self.estimator.steps[-1][1] if hasattr(self.estimator, "steps") else self.estimator
-        if final is not steps[-1] or not hasattr(final, "predict"):
-            raise TypeError("The Pipeline given to DPGridSearchCV must end in an skdp estimator (a DP "
-                            f"classifier or regressor); it ends in {type(final).__name__}.")
-        leaks = leaky_steps(self.estimator)
-        if leaks:
-            raise ValueError(f"DPGridSearchCV refuses this estimator: {leak_message(leaks)}")
+        _check_candidate(self.estimator, "", is_classifier(self.estimator))
         for params in cands:
-            candidate = clone(self.estimator).set_params(**params)
+            where = f" (the param_grid candidate setting {sorted(params)})"
+            candidate = _candidate(self.estimator, params)
+            _check_candidate(candidate, where, is_classifier(self.estimator))
             cached = _cached_pipelines(candidate)
             if cached:
                 # Pipeline._fit clones a step before fitting it when memory is set, which drops the
@@ -440,32 +478,26 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         train_params = {key: (_take(value, train_idx) if _num_rows(value) == n else value)
                         for key, value in (fit_params or {}).items()}
         Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))
-        ests = [_set_budget(clone(self.estimator).set_params(**p), eps_c, d_c, (s, child_source(source, i + 1)))
+        ests = [_set_budget(_candidate(self.estimator, p), eps_c, d_c, (s, child_source(source, i + 1)))
                 for i, (p, s) in enumerate(zip(cands, seeds[1:]))]
         fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt, **train_params) for e in ests)
         _refuse_shared_noise(fitted)
 
         # Private selection on the validation part only.
-        if is_classifier(self.estimator):
-            scores = [float(np.mean(e.predict(Xv) == yv)) for e in fitted]
-            sens = 1.0 / len(val_idx)
-        else:
-            low, high = _label_range(fitted[0])
-            width2 = (high - low) ** 2
-            scores = [
-                -float(np.mean(np.minimum((np.clip(e.predict(Xv), low, high) - np.clip(yv, low, high)) ** 2,
-                                          width2)))
-                for e in fitted
-            ]
-            sens = width2 / len(val_idx)
-        best = report_noisy_max(rng, scores, gumbel_scale(sens, self.epsilon))
+        label_range = None if is_classifier(self.estimator) else _label_range(fitted[0])
+        best = _private_selection(fitted, Xv, yv, self.epsilon, rng, label_range)
         selection = [BoundedRangeEvent(self.epsilon)]
 
+        # priced from the events the candidates ran (a one-vs-rest candidate with classes="auto" plans a
+        # binary fit, and its releases can price slightly above that plan at the search's delta)
         train_events = [ev for e in fitted for ev in _events_of(e)]
         train_cost = price(train_events, self.delta).budget
         sel_cost = price(selection, 0.0).budget
         # Parallel composition over the data-independent partition (see the class docstring).
-        self.privacy_spent_ = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
+        spent = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
+        # the ledger's record must cover what is released: amended if the budget allows, else nothing is
+        check_charged(self, [ApproxDPEvent(spent.epsilon, spent.delta)])
+        self.privacy_spent_ = spent
         self.candidate_budget_ = PrivacyBudget(eps_c, d_c)
         self.noise_source_ = source
         self.best_index_ = best
@@ -493,6 +525,55 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     def score(self, X, y):
         check_is_fitted(self)
         return self.best_estimator_.score(X, y)
+
+
+def _check_candidate(est, where, classifier):
+    """Refuse (before any fit) an estimator or candidate that is not a private predictor of the search's kind.
+
+    ``where`` names the param_grid candidate in the message (empty for the
+    estimator itself); ``classifier``: whether the estimator is a classifier.
+    """
+    leaks = leaky_steps(est)
+    if leaks:
+        raise ValueError(f"DPGridSearchCV refuses this estimator{where}: {leak_message(leaks)}")
+    steps = dp_steps(est)
+    if not steps:
+        raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
+                        f"{type(est).__name__}{where}.")
+    name, final = named_steps(est)[-1]
+    if final is not steps[-1] or not hasattr(final, "predict"):
+        raise TypeError(f"The Pipeline given to DPGridSearchCV must end in an skdp estimator (a DP classifier "
+                        f"or regressor); it ends in {type(final).__name__} (step {name!r}){where}.")
+    if is_classifier(est) != classifier:
+        kind = "classifier" if classifier else "regressor"
+        raise ValueError(f"DPGridSearchCV's estimator is a {kind}, and so must every candidate be (the private "
+                         f"selection scores them alike); the step {name!r}{where} is not.")
+
+
+def _private_selection(fitted, X_val, y_val, epsilon, rng, label_range=None):
+    """Index of the candidate the exponential mechanism picks on the validation rows (``epsilon``-DP).
+
+    The score of a fitted candidate is its accuracy on the ``n_val =
+    len(y_val)`` rows (``label_range=None``), or minus its mean squared error
+    with predictions and labels clipped to the public ``label_range = (low,
+    high)``. Replacing one validation row moves each score by at most ``s =
+    1/n_val`` (``(high - low)^2/n_val``); the choice is Gumbel
+    report-noisy-max at the shared :func:`~skdp.privacy.gumbel_scale` of
+    ``s`` (priced as ``BoundedRangeEvent(epsilon)``). The scores are never
+    returned.
+    """
+    n_val = len(y_val)
+    if label_range is None:
+        scores = [float(np.mean(e.predict(X_val) == y_val)) for e in fitted]
+        sensitivity = 1.0 / n_val
+    else:
+        low, high = label_range
+        width2 = (high - low) ** 2
+        yc = np.clip(y_val, low, high)
+        scores = [-float(np.mean(np.minimum((np.clip(e.predict(X_val), low, high) - yc) ** 2, width2)))
+                  for e in fitted]
+        sensitivity = width2 / n_val
+    return report_noisy_max(rng, scores, gumbel_scale(sensitivity, epsilon))
 
 
 def _num_rows(value):
