@@ -550,10 +550,10 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         W = weight_bound(self)
         if self.delta > 0:
-            noisy = deficit + float(gaussian_noise(rng, noise_scale, 1)[0])
+            noisy = float((deficit + gaussian_noise(rng, noise_scale, 1))[0])  # added first: the audit pairs it
             tau = noise_scale * float(special.ndtri(1.0 - self._deficit_tail / 2))
         else:
-            noisy = deficit + float(laplace_noise(rng, noise_scale, 1)[0])
+            noisy = float((deficit + laplace_noise(rng, noise_scale, 1))[0])
             tau = noise_scale * math.log(1.0 / self._deficit_tail)
         t = 1.0 - (noisy if abs(noisy) > tau else 0.0)
         return min(max(t, min(1.0 / n, W)), W)
