@@ -352,3 +352,97 @@ def test_gaussian_with_pure_events_agrees_with_dp_accounting_pld():
             common.DifferentialPrivacyParameters(e, 0.0), value_discretization_interval=1e-4).self_compose(c))
     ours = price([GaussianEvent(1.0, 1.0 / mu)] + [PureDPEvent(e, c) for e, c in pure], delta).budget.epsilon
     assert dist.get_epsilon_for_delta(delta) - 2e-3 <= ours <= dist.get_epsilon_for_delta(delta) + 1e-9
+
+
+# ---------------------------------------------------------------- heterogeneous Gaussian events, every path
+#: Gaussian events of different mu and counts: mu^2 = 3 (0.5/2)^2 + (2/1.5)^2 + 7 (0.1/0.4)^2 = 2.4028, so the
+#: composed mu = 1.550 (Dong-Roth-Su 2022, Cor. 3.3) is far from the largest one (1.333, with its count or per
+#: release), from the sum of the mus (2.428) and from the count-blind root (1.379)
+HETERO = (GaussianEvent(0.5, 2.0, 3), GaussianEvent(2.0, 1.5, 1), GaussianEvent(0.1, 0.4, 7))
+HETERO_MU = math.sqrt(3 * (0.5 / 2.0) ** 2 + (2.0 / 1.5) ** 2 + 7 * (0.1 / 0.4) ** 2)
+
+
+def _drs_delta(eps, mu):
+    """delta(eps) of mu-GDP, Dong-Roth-Su 2022, Cor. 2.13, with scipy's normal cdf."""
+    from scipy.stats import norm
+
+    return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+
+def _cks_epsilon(rdp, order, delta):
+    """Canonne-Kamath-Steinke 2020, Prop. 12: epsilon of an RDP value at one order."""
+    return rdp + math.log1p(-1 / order) - (math.log(delta) + math.log(order)) / (order - 1)
+
+
+@pytest.mark.parametrize("delta", [1e-5, 1e-3])
+def test_heterogeneous_gaussians_compose_by_the_root_of_the_sum_of_squares(delta):
+    report = price(HETERO, delta)
+    eps = report.budget.epsilon
+    assert report.method == "gdp_exact"
+    assert _drs_delta(eps, HETERO_MU) == pytest.approx(delta, rel=1e-6)
+    assert _drs_delta(eps - 1e-3, HETERO_MU) > delta  # tight: no smaller epsilon holds
+    # the wrong rules (the largest mu, the sum of the mus, counts ignored) are far off here
+    for mu in (4 / 3, math.sqrt(3) / 4 + 4 / 3 + math.sqrt(7) / 4, math.sqrt(1 / 16 + 16 / 9 + 1 / 16)):
+        assert abs(_drs_delta(eps, mu) / delta - 1) > 0.2, mu
+    # the same releases one event per release
+    single = [GaussianEvent(e.sensitivity, e.sigma) for e in HETERO for _ in range(e.count)]
+    assert price(single, delta).budget.epsilon == pytest.approx(eps, rel=1e-10)
+
+
+def test_heterogeneous_gaussians_with_an_approx_event_compose_basically():
+    report = price(HETERO + (ApproxDPEvent(0.3, 2e-6, count=2),), 1e-5 + 4e-6)
+    assert report.method == "gdp_exact+basic"
+    assert _drs_delta(report.budget.epsilon - 0.6, HETERO_MU) == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_heterogeneous_gaussians_with_pure_events_are_the_product_of_dominating_pairs():
+    events = HETERO + (PureDPEvent(0.2), BoundedRangeEvent(0.1, count=2))
+    report = price(events, 1e-5)
+    eps = report.budget.epsilon
+    assert report.method == "gdp+pure"
+    assert _hockey_stick_by_quadrature(HETERO_MU, [0.2, 0.1, 0.1], eps) <= 1e-5 * (1 + 1e-6)
+    assert _hockey_stick_by_quadrature(HETERO_MU, [0.2, 0.1, 0.1], eps - 1e-4) > 1e-5
+
+
+def test_heterogeneous_gaussians_with_a_zcdp_event_add_their_rho():
+    """mu-GDP is (mu^2 / 2)-zCDP: rho = HETERO_MU^2 / 2 + 2 * 0.05; the conversion minimised over the order here."""
+    from scipy import optimize
+
+    rho = HETERO_MU**2 / 2 + 2 * 0.05
+    report = price(HETERO + (ZCDPEvent(0.05, count=2),), 1e-6)
+    best = optimize.minimize_scalar(lambda t: _cks_epsilon(rho * (1 + math.exp(t)), 1 + math.exp(t), 1e-6),
+                                    bounds=(-8, 8), method="bounded", options={"xatol": 1e-10})
+    assert report.method in ("zcdp", "rdp")
+    assert report.budget.epsilon == pytest.approx(best.fun, rel=1e-7)
+
+
+def test_gaussians_and_subsampled_events_add_their_rdp_curves():
+    """The RDP path (the only one for subsampled events): at the order reported, the epsilon is the conversion
+    of ``sum_i count_i alpha (Delta_i / sigma_i)^2 / 2`` plus each subsampled event's count times its one-step
+    curve, and it is within 1% of that curve's best order."""
+    from scipy import optimize
+
+    sampled = (PoissonGaussianEvent(0.05, 1.2, 20), PoissonGaussianEvent(0.2, 3.0, 6))
+    report = price(HETERO + sampled, 1e-5)
+    assert report.method == "rdp"
+
+    def total(order):
+        return (order * HETERO_MU**2 / 2
+                + sum(e.count * rdp_poisson_gaussian([order], e.sampling_rate, e.noise_multiplier)[0]
+                      for e in sampled))
+
+    assert report.budget.epsilon == pytest.approx(_cks_epsilon(total(report.order), report.order, 1e-5),
+                                                  rel=1e-9)
+    best = optimize.minimize_scalar(lambda a: _cks_epsilon(total(a), a, 1e-5), bounds=(1.1, 64), method="bounded",
+                                    options={"xatol": 1e-6})
+    assert best.fun * (1 - 1e-9) <= report.budget.epsilon <= best.fun * 1.01
+
+
+@pytest.mark.parametrize("context", [(), (PureDPEvent(0.2),), (ApproxDPEvent(0.3, 1e-6),),
+                                     (ZCDPEvent(0.05),), (PoissonGaussianEvent(0.05, 1.2, 20),)],
+                         ids=["alone", "pure", "approx", "zcdp", "poisson"])
+def test_heterogeneous_gaussians_price_as_one_gaussian_of_the_composed_mu(context):
+    """Whatever they are composed with, Gaussian events are one Gaussian release of ``mu = sqrt(sum mu_i^2)``."""
+    split = price(HETERO + context, 2e-5).budget.epsilon
+    merged = price((GaussianEvent(HETERO_MU, 1.0),) + context, 2e-5).budget.epsilon
+    assert split == pytest.approx(merged, rel=1e-9)
