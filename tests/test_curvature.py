@@ -107,3 +107,19 @@ def test_curvature_release_neighbouring_worlds_audit():
     assert full.passed, full
     quarter = audit_events(est, X0, y0, n_fits=60, random_state=0, noise_multiplier=0.25)
     assert not quarter.passed, quarter
+
+
+def test_a_plan_the_accountant_prices_above_budget_is_refused_not_looped_on(monkeypatch):
+    """The closed-form split is nudged up for float rounding only: a plan the accountant prices clearly above
+    the budget (a wrong split, here a price 1% high) raises instead of looping for ever."""
+    from skdp.solvers import gradient
+
+    real = gradient.price
+    monkeypatch.setattr(gradient, "price", lambda events, delta: real(
+        [GaussianEvent(e.sensitivity * 1.01, e.sigma, e.count) for e in events], delta))
+    X, y = _data()
+    est = DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], max_iter=5, random_state=0,
+                               solver_options={"curvature": True})
+    with pytest.raises(RuntimeError, match="does not meet its budget"):
+        est.fit(X, y)
+    assert not hasattr(est, "coef_")
