@@ -1,24 +1,35 @@
-"""Regenerate the tables of README.md from the code and the benchmark scripts.
+"""Regenerate the tables of numbers in the README and the documentation from the code and the benchmarks.
 
-Every table of numbers in the README sits between two markers::
+Every generated table sits between two markers, in Markdown (README.md)::
 
     <!-- generated: NAME (python benchmarks/readme_tables.py NAME) -->
     ...
     <!-- end generated: NAME -->
 
-and is rewritten by this script, so the README cannot drift from what the
-benchmarks measure. ``NAME`` is one of:
+or in reStructuredText (the doc pages of ``PAGES``), as two comments around a ``list-table``::
+
+    .. generated: NAME (python benchmarks/readme_tables.py NAME)
+
+    ...
+
+    .. end generated: NAME
+
+and is rewritten by this script, so no page can drift from what the benchmarks measure. Each ``NAME``
+appears exactly once among the README and ``PAGES``. ``NAME`` is one of:
 
 * ``solvers``: the solver table, from :func:`skdp.list_solvers` (instant;
-  ``tests/test_docs.py`` checks it is current);
+  ``tests/test_docs.py`` checks it is current; in ``doc/user_guide/tour.rst``);
 * ``utility``: test accuracy / R^2 of four solvers on breast_cancer and
-  diabetes, 20 seeds (``bench_utility.py``'s protocol; about two minutes);
+  diabetes, 20 seeds (``bench_utility.py``'s protocol; about two minutes; in ``doc/benchmarks.rst``);
 * ``defaults``: every estimator at its defaults (only ``epsilon``) against its
-  sklearn counterpart, 20 seeds (``bench_defaults.py``; a few minutes);
+  sklearn counterpart, 20 seeds (``bench_defaults.py``; a few minutes; in ``doc/user_guide/defaults.rst``);
 * ``speed``: fit time over sklearn's on n = 200,000, d = 50 (``bench_speed.py``'s
   design and fits: the defaults, the defaults with public bounds and every dense
-  solver, best of 3; a few minutes). Timings depend on the machine and its load:
-  run it on the machine whose numbers the README should show.
+  solver, best of 5; a few minutes; in ``doc/benchmarks.rst``). Timings depend on the machine and its
+  load: run it on the machine whose numbers the docs should show.
+
+A generator returns its table(s) as Markdown (cells with Markdown code spans); :func:`to_rst` turns
+them into ``list-table`` directives for the doc pages.
 
 Usage: python benchmarks/readme_tables.py [NAME ...] [--check]
 (no NAME: all of them; ``--check`` prints the differences and exits 1 instead of writing).
@@ -33,7 +44,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-README = HERE.parent / "README.md"
+ROOT = HERE.parent
+README = ROOT / "README.md"
+#: every file that may hold a generated block (README.md in Markdown, the rest in reStructuredText)
+PAGES = (README, ROOT / "doc" / "benchmarks.rst", ROOT / "doc" / "user_guide" / "defaults.rst",
+         ROOT / "doc" / "user_guide" / "tour.rst")
 sys.path.insert(0, str(HERE))
 
 UTILITY_SOLVERS = ("dp_gd", "output_pert", "obj_pert", "dp_svrg")
@@ -109,35 +124,98 @@ def defaults(seeds=20):
 GENERATORS = {"solvers": solvers, "utility": utility, "speed": speed, "defaults": defaults}
 
 
-BLOCK = re.compile(r"(<!-- generated: (\w+) \(python benchmarks/readme_tables\.py \2\) -->\n)(.*?)"
-                   r"(\n<!-- end generated: \2 -->)", flags=re.S)
+MD_BLOCK = re.compile(r"(<!-- generated: (\w+) \(python benchmarks/readme_tables\.py \2\) -->\n)(.*?)"
+                      r"(\n<!-- end generated: \2 -->)", flags=re.S)
+RST_BLOCK = re.compile(r"(\.\. generated: (\w+) \(python benchmarks/readme_tables\.py \2\)\n\n)(.*?)"
+                       r"(\n\n\.\. end generated: \2\n)", flags=re.S)
+#: the Markdown pattern (the README's), kept under its former name
+BLOCK = MD_BLOCK
 
 
-def blocks(text):
-    """``{name: content}`` of every generated block in ``text``."""
-    return {m.group(2): m.group(3) for m in BLOCK.finditer(text)}
+def _pattern(path):
+    return MD_BLOCK if Path(path).suffix == ".md" else RST_BLOCK
 
 
-def replace(text, name, content):
-    """``text`` with the content of its one ``name`` block replaced by ``content``."""
-    if list(blocks(text)).count(name) != 1 or len(re.findall(rf"<!-- generated: {name} ", text)) != 1:
-        raise SystemExit(f"README.md must have exactly one '{name}' block.")
-    return BLOCK.sub(lambda m: m.group(1) + content + m.group(4) if m.group(2) == name else m.group(0), text)
+def blocks(text, path=README):
+    """``{name: content}`` of every generated block in ``text`` (the content of file ``path``)."""
+    return {m.group(2): m.group(3) for m in _pattern(path).finditer(text)}
+
+
+def parse_md(content):
+    """The Markdown tables of ``content`` as lists of rows (lists of cells), header row first."""
+    tables, rows = [], []
+    for line in content.splitlines() + [""]:
+        if line.startswith("|"):
+            if not re.fullmatch(r"(\|-+)+\|", line):
+                rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return tables
+
+
+def _rst_cell(cell):
+    cell = re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", cell)  # Markdown code spans -> rst literals
+    return r"\-" if cell == "-" else cell  # a lone "-" would start a bullet list
+
+
+def to_rst(content):
+    """The Markdown tables of ``content`` as reStructuredText ``list-table`` directives."""
+    out = []
+    for rows in parse_md(content):
+        lines = [".. list-table::", "   :header-rows: 1", ""]
+        for row in rows:
+            lines += [f"   * - {_rst_cell(row[0])}"] + [f"     - {_rst_cell(c)}" for c in row[1:]]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def render(content, path):
+    """A generator's Markdown ``content`` as it is written into ``path``."""
+    return content if Path(path).suffix == ".md" else to_rst(content)
+
+
+def where(name, texts):
+    """The one page (among ``texts``, ``{path: text}``) holding block ``name`` (``LookupError`` if not one)."""
+    found = [p for p, t in texts.items() for n in blocks(t, p) if n == name]
+    marks = [p for p, t in texts.items() for _ in re.finditer(rf"generated: {name} \(", t)]
+    if len(found) != 1 or len(marks) != 1:
+        raise LookupError(f"exactly one of {[str(p.relative_to(ROOT)) for p in texts]} must have one "
+                          f"'{name}' block; found {len(marks)}.")
+    return found[0]
+
+
+def replace(text, name, content, path=README):
+    """``text`` (of file ``path``) with the content of its one ``name`` block replaced by ``content``."""
+    pattern = _pattern(path)
+    if list(blocks(text, path)).count(name) != 1:
+        raise SystemExit(f"{Path(path).name} must have exactly one '{name}' block.")
+    return pattern.sub(lambda m: m.group(1) + content + m.group(4) if m.group(2) == name else m.group(0), text)
 
 
 def main(names, check):
     warnings.simplefilter("ignore")
-    text = README.read_text()
-    new = text
+    texts = {p: p.read_text() for p in PAGES}
+    new = dict(texts)
+    try:
+        for name in names:
+            where(name, texts)
+    except LookupError as exc:
+        raise SystemExit(str(exc)) from None
     for name in names:
-        print(f"generating {name} ...", file=sys.stderr)
-        new = replace(new, name, GENERATORS[name]())
+        path = where(name, texts)
+        print(f"generating {name} into {path.relative_to(ROOT)} ...", file=sys.stderr)
+        new[path] = replace(new[path], name, render(GENERATORS[name](), path), path)
     if check:
-        changed = [n for n in names if blocks(new).get(n) != blocks(text).get(n)]
-        for n in changed:
-            print(f"--- README {n}\n{blocks(text).get(n)}\n+++ generated {n}\n{blocks(new)[n]}")
+        changed = [(n, p) for n in names for p in [where(n, texts)]
+                   if blocks(new[p], p).get(n) != blocks(texts[p], p).get(n)]
+        for n, p in changed:
+            print(f"--- {p.relative_to(ROOT)} {n}\n{blocks(texts[p], p).get(n)}\n+++ generated {n}\n"
+                  f"{blocks(new[p], p)[n]}")
         return 1 if changed else 0
-    README.write_text(new)
+    for p in PAGES:
+        if new[p] != texts[p]:
+            p.write_text(new[p])
     return 0
 
 

@@ -265,7 +265,7 @@ def test_every_registered_solver_is_reachable_from_an_estimator():
     assert reachable == set(SOLVERS)
 
 
-# ----------------------------------------------------------------------------- README tables come from code
+# ----------------------------------------------------------------------------- tables of numbers come from code
 def _readme_tables():
     import importlib.util
 
@@ -275,18 +275,74 @@ def _readme_tables():
     return module
 
 
-def test_readme_solver_table_is_generated_from_the_registry():
-    tables = _readme_tables()
-    readme = (ROOT / "README.md").read_text()
-    assert tables.blocks(readme)["solvers"] == tables.solvers(), (
-        "README's solver table is stale: run python benchmarks/readme_tables.py solvers")
+def _generated_pages(tables):
+    return {path: path.read_text() for path in tables.PAGES}
 
 
-def test_readme_tables_of_numbers_are_generated():
-    """Every table row with a measured number (a decimal) sits in a block the benchmark script writes."""
+def test_solver_table_is_generated_from_the_registry():
     tables = _readme_tables()
-    readme = (ROOT / "README.md").read_text()
-    assert set(tables.blocks(readme)) == set(tables.GENERATORS)
-    outside = tables.BLOCK.sub("", readme)
-    typed = [line for line in outside.splitlines() if line.startswith("|") and re.search(r"\d\.\d", line)]
-    assert not typed, f"README table rows typed by hand (generate them in benchmarks/readme_tables.py): {typed}"
+    texts = _generated_pages(tables)
+    page = tables.where("solvers", texts)
+    assert tables.blocks(texts[page], page)["solvers"] == tables.render(tables.solvers(), page), (
+        f"{page.relative_to(ROOT)}'s solver table is stale: run python benchmarks/readme_tables.py solvers")
+
+
+def _rst_table_lines(text):
+    """The lines of every table in reStructuredText ``text``: ``list-table`` / ``csv-table`` / ``table``
+    directive bodies, grid tables (``+---+`` / ``| a |``) and simple tables (between ``===  ===`` borders)."""
+    lines, out, i = text.splitlines(), [], 0
+    border = re.compile(r"^\s*=+( +=+)+\s*$")
+    while i < len(lines):
+        line = lines[i]
+        directive = re.match(r"^(\s*)\.\. (list-table|csv-table|table)::", line)
+        if directive:
+            indent = len(directive.group(1))
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                out.append(lines[i])
+                i += 1
+            continue
+        if line.lstrip().startswith(("+-", "+=", "|")):
+            out.append(line)
+        elif border.match(line):
+            j = i + 1
+            while j < len(lines) and lines[j].strip():
+                out.append(lines[j])
+                j += 1
+        i += 1
+    return out
+
+
+def test_rst_table_lines_finds_every_kind_of_table():
+    text = ("Text 1.5 outside.\n\n.. list-table::\n   :header-rows: 1\n\n   * - a\n     - 0.25\n\nAfter 2.5.\n\n"
+            "+-----+\n| 3.5 |\n+-----+\n\n=====  =====\nx      4.5\n=====  =====\n")
+    found = [line for line in _rst_table_lines(text) if re.search(r"\d\.\d", line)]
+    assert found == ["     - 0.25", "| 3.5 |", "x      4.5"]
+
+
+def test_tables_of_numbers_are_generated():
+    """Every table row with a measured number (a decimal) in the README and in the doc pages that hold the
+    generated tables sits in a block the benchmark script writes, and every block is on exactly one page."""
+    tables = _readme_tables()
+    texts = _generated_pages(tables)
+    for name in tables.GENERATORS:
+        tables.where(name, texts)  # LookupError unless exactly one page holds exactly one such block
+    found = {name for path, text in texts.items() for name in tables.blocks(text, path)}
+    assert found == set(tables.GENERATORS)
+    typed = []
+    for path, text in texts.items():
+        outside = tables._pattern(path).sub("", text)
+        rows = ([line for line in outside.splitlines() if line.startswith("|")] if path.suffix == ".md"
+                else _rst_table_lines(outside))
+        typed += [f"{path.relative_to(ROOT)}: {line}" for line in rows if re.search(r"\d\.\d", line)]
+    assert not typed, f"table rows typed by hand (generate them in benchmarks/readme_tables.py): {typed}"
+
+
+def test_generated_rst_tables_keep_every_cell():
+    """The doc pages' tables are the generators' Markdown, cell for cell."""
+    tables = _readme_tables()
+    md = "| a | b |\n|---|---|\n| `x` | - |\n| 0.5 ± 0.1 | l1|l2 |\n\n| c |\n|---|\n| 2 |"
+    rst = tables.to_rst(md)
+    assert rst.count(".. list-table::") == 2
+    cells = re.findall(r"^   (?:\* |  )- (.*)$", rst, flags=re.M)
+    assert cells == ["a", "b", "``x``", r"\-", "0.5 ± 0.1", "l1|l2", "c", "2"]
