@@ -10,6 +10,7 @@ from .exceptions import (BudgetExceededError, PrivacyLeakWarning, SpentFitError,
                          WeakDeltaWarning)
 from . import datasets
 from .diagnostics import fit_diagnostics
+from ._encoders import DPOneHotEncoder
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
 from .preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
@@ -27,6 +28,7 @@ __all__ = [
     "datasets",
     "fit_diagnostics",
     "DPMinMaxScaler",
+    "DPOneHotEncoder",
     "DPStandardScaler",
     "pipeline_privacy_spent",
     "set_pipeline_budget",
