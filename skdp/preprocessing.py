@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._random import noise_source, shared_sources
-from ._utils import dp_steps, leak_message, leaky_steps, released_dp_steps
+from ._utils import dp_steps, leak_message, leaky_steps, planned_leaf_events, released_dp_steps
 from .exceptions import PrivacyLeakWarning
 from . import _dask, diagnostics
 from ._dask import is_dask_collection
@@ -52,14 +52,18 @@ def _public_bounds(bounds, n_features):
     if isinstance(bounds, str):
         raise ValueError(f"bounds must be 'auto', None or a pair (lower, upper), got {bounds!r}.")
     if len(bounds) != 2:
-        raise ValueError(f"bounds must be a pair (lower, upper), got {bounds!r}.")
+        raise ValueError(f"bounds must be a pair (lower, upper), got {len(bounds)} items.")
     try:
         lo = np.broadcast_to(np.asarray(bounds[0], dtype=float), (n_features,)).copy()
         hi = np.broadcast_to(np.asarray(bounds[1], dtype=float), (n_features,)).copy()
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"bounds must be numbers or arrays of shape ({n_features},), got {bounds!r}.") from exc
+        shapes = " and ".join(str(getattr(b, "shape", ())) if not isinstance(b, (list, tuple)) else f"{len(b)} items"
+                              for b in bounds)
+        raise ValueError(f"bounds must be numbers or arrays of shape ({n_features},), got {shapes}.") from None
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
-        raise ValueError(f"bounds must be finite with lower < upper for every feature, got {bounds!r}.")
+        bad = int(np.sum(~(np.isfinite(lo) & np.isfinite(hi) & (lo < hi))))
+        raise ValueError(f"bounds must be finite with lower < upper for every feature ({bad} of {n_features} "
+                         "features are not).")
     return lo, hi
 
 
@@ -820,16 +824,23 @@ def pipeline_privacy_spent(pipeline, delta=None):
     """Total (epsilon, delta) of a fitted Pipeline, composed by the accountant.
 
     All steps are fitted on the same rows (each on the output of the previous,
-    DP-released, transform), so the DP steps' events compose sequentially.
-    ``delta`` defaults to the sum of the DP steps' deltas.
+    DP-released, transform, or, inside a
+    :class:`~sklearn.compose.ColumnTransformer` or
+    :class:`~sklearn.pipeline.FeatureUnion`, on columns of the same rows), so
+    the DP steps' events compose sequentially, wherever they are nested: a
+    ColumnTransformer is looked into (its fitted transformers, remainder
+    included), as are FeatureUnions and nested Pipelines. ``delta`` defaults
+    to the sum of the DP steps' deltas. Replace-one neighbours, ``n`` public.
 
     ``epsilon`` is infinite, with a :class:`~skdp.PrivacyLeakWarning`, when
 
     * a step that is not differentially private learned from the rows (e.g.
       sklearn's ``StandardScaler``: its exact ``mean_`` is published with the
-      model). Steps that learn nothing (``FunctionTransformer``,
-      ``Normalizer``, ``"passthrough"``) are free; a step fitted beforehand on
-      **public** data is declared by wrapping it in
+      model); the warning names it (``"columntransformer__num__scaler"``).
+      Steps that learn nothing (``FunctionTransformer``, ``Normalizer``,
+      ``"passthrough"``, a ``OneHotEncoder`` with given ``categories``: the
+      checked list is in the user guide's accounting page) are free; a step fitted
+      beforehand on **public** data is declared by wrapping it in
       :class:`sklearn.frozen.FrozenEstimator`;
     * two DP steps drew the same noise (equal ``noise_source_``: e.g. a scaler
       and a model both given ``random_state=0``), so they are not independent
@@ -839,6 +850,16 @@ def pipeline_privacy_spent(pipeline, delta=None):
 
     A frozen skdp step (``FrozenEstimator(DPStandardScaler(...).fit(...))``)
     is counted too, as if it had been fitted on the same rows.
+
+    The number covers the one fit of ``pipeline``. A fitted scikit-learn
+    ``GridSearchCV`` / ``RandomizedSearchCV`` (or the ``dict`` that
+    ``cross_validate`` returns) gives ``epsilon=inf`` with a
+    :class:`~skdp.PrivacyLeakWarning`: it fitted every candidate on every fold
+    (:func:`skdp.model_selection.search_privacy_cost` prices those fits) and
+    its choice, or its reported scores, read the validation rows without
+    noise, so no finite guarantee holds; use
+    :class:`skdp.model_selection.DPGridSearchCV` for a private search. Its
+    ``best_estimator_`` alone would report only the refit.
 
     Examples
     --------
@@ -863,6 +884,9 @@ def pipeline_privacy_spent(pipeline, delta=None):
     >>> pipeline_privacy_spent(honest).epsilon <= 1.0
     True
     """
+    search = _plain_search_report(pipeline, delta)
+    if search is not None:
+        return search
     steps = released_dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
@@ -870,9 +894,10 @@ def pipeline_privacy_spent(pipeline, delta=None):
         check_is_fitted(s, "privacy_spent_")
     if delta is None:
         delta = min(math.fsum(s.delta for s in steps), 1 - 1e-12)
-    leaks = leaky_steps(pipeline)
+    leaks = leaky_steps(pipeline, fitted=True)
     if leaks:
-        warnings.warn(f"pipeline_privacy_spent is inf: {leak_message(leaks)}", PrivacyLeakWarning, stacklevel=2)
+        warnings.warn(f"pipeline_privacy_spent is inf: {leak_message(leaks, has_dp=True)}", PrivacyLeakWarning,
+                      stacklevel=2)
         return PrivacyBudget(math.inf, delta)
     shared = shared_sources(getattr(s, "noise_source_", None) for s in steps)
     if shared:
@@ -889,18 +914,69 @@ def pipeline_privacy_spent(pipeline, delta=None):
     return price([ev for s in steps for ev in s.privacy_events_], delta).budget
 
 
-def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, n_features=None):
+def _plain_search_report(obj, delta):
+    """``pipeline_privacy_spent`` of a search or ``cross_validate`` result, else ``None`` (not one).
+
+    A private search (:class:`~skdp.model_selection.DPGridSearchCV`) reports its
+    own ``privacy_spent_``; a scikit-learn search or a ``cross_validate``
+    result is infinite, with a warning that says why and what to use.
+    """
+    from sklearn.model_selection._search import BaseSearchCV
+
+    if hasattr(obj, "best_estimator_") and hasattr(obj, "privacy_spent_") and not hasattr(obj, "planned_events"):
+        if delta is not None and delta != obj.privacy_spent_.delta:
+            raise ValueError(f"A {type(obj).__name__} is priced at its own delta ({obj.privacy_spent_.delta:g}); "
+                             f"got delta={delta!r}. Pass delta=None.")
+        return obj.privacy_spent_
+    if isinstance(obj, BaseSearchCV):
+        what, fits = f"a scikit-learn {type(obj).__name__}", [obj.estimator]
+        why = ("its choice of the best candidate (and cv_results_, which holds the scores) reads the "
+               "validation rows without noise")
+    elif isinstance(obj, dict) and ("test_score" in obj or "fit_time" in obj):
+        what, fits = "a cross_validate result", list(obj.get("estimator", ()))
+        why = "its test scores are exact functions of the validation rows"
+    else:
+        return None
+    if delta is None:
+        deltas = [s.delta for e in fits for s in dp_steps(e)]
+        delta = min(math.fsum(deltas), 1 - 1e-12) if deltas else 0.0
+    warnings.warn(
+        f"pipeline_privacy_spent is inf for {what}: it fitted the estimator on every cross-validation fold "
+        f"(a search: every candidate, then the refit), all on the same private rows, and {why}, so no finite "
+        "guarantee holds. skdp.model_selection.search_privacy_cost prices a search's fits (its selection "
+        "excluded); skdp.model_selection.DPGridSearchCV is a search with a guarantee.",
+        PrivacyLeakWarning, stacklevel=3)
+    return PrivacyBudget(math.inf, delta)
+
+
+def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, n_features=None,
+                        feature_names=None):
     """Give a Pipeline one total budget, split across its DP steps.
 
-    Step ``i`` gets ``(s w_i epsilon, w_i delta)`` with ``w`` normalised to sum
-    to one (equal shares by default). Without ``n_samples``, ``s = 1``: basic
-    composition, so the pipeline is ``(epsilon, delta)``-DP. With
-    ``n_samples`` (and ``n_features`` for a :class:`DPStandardScaler`), ``s >= 1``
-    is the largest factor for which the accountant prices the steps' planned
-    events together at ``<= epsilon`` (Gaussian steps compose far better than
-    by adding epsilons). Returns the pipeline.
+    The DP steps are found wherever they are nested: inside a
+    :class:`~sklearn.compose.ColumnTransformer` (its transformers and
+    ``remainder``; the budget is set on the templates in ``transformers``,
+    and ``clone`` copies it into the clones that the ColumnTransformer fits),
+    a :class:`~sklearn.pipeline.FeatureUnion` or a nested Pipeline. They all
+    read the same rows, so they compose sequentially. Step ``i`` (in the
+    order of :func:`pipeline_privacy_spent`'s walk, outer steps first) gets
+    ``(s w_i epsilon, w_i delta)`` with ``w`` normalised to sum to one (equal
+    shares by default). Without ``n_samples``, ``s = 1``: basic composition,
+    so the pipeline is ``(epsilon, delta)``-DP (replace-one neighbours, ``n``
+    public). With ``n_samples``, ``s >= 1`` is the largest factor for which
+    the accountant prices the steps' planned events together at
+    ``<= epsilon`` (Gaussian steps compose far better than by adding
+    epsilons). Each step is planned with the width of its own input, computed
+    from public information: ``n_features`` (the columns of ``X``), the
+    ColumnTransformer's column selections (names are resolved with
+    ``feature_names``, the columns of a DataFrame ``X``, when a selection needs
+    them), encoders with given categories and fitted public steps. A step
+    whose width cannot be known that way and whose plan needs it (a
+    :class:`DPStandardScaler` with ``bounds="auto"`` after a step of unknown
+    width) raises a ``ValueError`` naming it. Returns the pipeline.
 
-    Refused (``ValueError`` naming the step) when the pipeline has a step that
+    Refused (``ValueError`` naming the step, e.g.
+    ``"columntransformer__num__scaler"``) when the pipeline has a step that
     is not differentially private and would learn from the private rows (see
     :func:`pipeline_privacy_spent`; wrap a step fitted on public data in
     :class:`sklearn.frozen.FrozenEstimator`), or when two DP steps are given
@@ -908,13 +984,31 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     ``int`` and a ``RandomState`` seeded with it, or two ``RandomState``
     instances in the same state, are refused too (they would draw the same
     noise).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder
+    >>> from skdp import DPLogisticRegression, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.c_[rng.randn(500, 2), rng.randint(0, 3, 500)]
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> pipe = make_pipeline(
+    ...     make_column_transformer((DPStandardScaler(bounds=(-4, 4)), [0, 1]),
+    ...                             (OneHotEncoder(categories=[[0, 1, 2]]), [2])),
+    ...     DPLogisticRegression(classes=[0, 1]))
+    >>> pipe = set_pipeline_budget(pipe, 1.0, 1e-5, n_samples=500, n_features=3).fit(X, y)
+    >>> bool(abs(pipeline_privacy_spent(pipe).epsilon - 1.0) < 1e-3)
+    True
     """
     steps = dp_steps(pipeline)
     if not steps:
         raise TypeError("The pipeline contains no skdp step.")
     leaks = leaky_steps(pipeline)
     if leaks:
-        raise ValueError(f"set_pipeline_budget refuses this pipeline: {leak_message(leaks)}")
+        raise ValueError(f"set_pipeline_budget refuses this pipeline: {leak_message(leaks, has_dp=True)}")
     # the digest of the generator each step's fit would start from: an int and a RandomState seeded with
     # it, or two RandomState instances in the same state, draw the same noise
     shared = shared_sources(noise_source(s) for s in steps)
@@ -940,13 +1034,8 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
 
     def total(scale):
         assign(scale)
-        events = []
-        for st in steps:
-            ev = st.planned_events(n_samples, n_features)
-            if ev is None:
-                return math.inf
-            events.extend(ev)
-        return price(events, delta).budget.epsilon
+        events = planned_leaf_events(pipeline, n_samples, n_features, feature_names=feature_names)
+        return math.inf if events is None else price(events, delta).budget.epsilon
 
     lo, hi = 1.0, 1.0
     if total(1.0) > epsilon:  # pragma: no cover - basic composition is always valid

@@ -24,7 +24,7 @@ from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_sc
 from ..privacy.ledger import active_ledger, suspend_active_ledger
 from .._random import assign_child_seed, child_source, generator, root_seed, shared_sources
 from .._release import check_charged
-from .._utils import dp_steps, leak_message, leaky_steps, named_steps
+from .._utils import dp_steps, leak_message, leaky_steps, named_steps, planned_leaf_events, step_kind, walk_steps
 from ..exceptions import PrivacyLeakWarning
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
@@ -33,28 +33,38 @@ __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
 _BUDGET_PARAMS = ("epsilon", "delta", "random_state")
 
 
-def planned_events_of(estimator, n_samples, n_features=None, n_targets=None):
+def planned_events_of(estimator, n_samples, n_features=None, n_targets=None, feature_names=None):
     """Events a fit of ``estimator`` (an skdp estimator or a Pipeline of them) on ``n_samples`` rows releases.
 
-    ``n_features`` is needed by steps whose schedule depends on it (a sparse
-    model with ``n_nonzero_coefs=None``, a scaler). ``n_targets``: the number
-    of columns of a 2-D ``y`` (``None`` for a 1-D ``y``), passed to the final
+    DP steps are found wherever they are nested (a
+    :class:`~sklearn.compose.ColumnTransformer`, a
+    :class:`~sklearn.pipeline.FeatureUnion`, a nested Pipeline), and each is
+    planned with the width of its own input, computed from public
+    information: ``n_features`` (the columns of ``X``), the
+    ColumnTransformer's column selections (resolved by name with
+    ``feature_names``, the columns of a DataFrame, when they need it),
+    encoders with given categories (the sum of the category counts, minus the
+    dropped ones) and fitted public steps. Where a width is not known that
+    way, the step is planned without it (explicit bounds suffice), or a
+    ``ValueError`` names the step and the widths. ``n_targets``: the number of
+    columns of a 2-D ``y`` (``None`` for a 1-D ``y``), passed to the final
     step (a multi-output :class:`~skdp.DPRidge`).
 
     Returns ``None`` if some DP step has no finite guarantee; raises
     ``TypeError`` if the estimator contains no skdp step at all.
     """
-    steps = dp_steps(estimator)
-    if not steps:
+    if not dp_steps(estimator):
         raise TypeError(f"{type(estimator).__name__} contains no skdp estimator; nothing to price.")
-    events = []
-    for s in steps:
-        targets = {} if n_targets is None or s is not steps[-1] else {"n_targets": n_targets}
-        ev = s.planned_events(n_samples, n_features, **targets)
-        if ev is None:
-            return None
-        events.extend(ev)
-    return events
+    return planned_leaf_events(estimator, n_samples, n_features, n_targets, feature_names)
+
+
+def _feature_names(X):
+    """Column names of a DataFrame ``X`` (public), to resolve a ColumnTransformer's selections; else ``None``."""
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = list(columns)
+    return names if all(isinstance(c, str) for c in names) else None
 
 
 def search_privacy_cost(search, X, y=None, delta=None):
@@ -102,7 +112,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     cv = check_cv(search.cv, y, classifier=is_classifier(search.estimator))
     sizes = [len(train) for train, _ in cv.split(X, y)]
     n = _num_samples(X)
-    nf = _num_features(X)
+    nf, names = _num_features(X), _feature_names(X)
     base = search.estimator
     # a multi-output regressor's plan depends on the number of targets (public, like n)
     n_targets = np.shape(y)[1] if np.ndim(y) == 2 and not is_classifier(base) else None
@@ -114,8 +124,8 @@ def search_privacy_cost(search, X, y=None, delta=None):
         leaks = leaky_steps(est)
         if leaks:
             where = f" (in the candidate setting {sorted(params)})" if params else ""
-            warnings.warn(f"search_privacy_cost is inf{where}: {leak_message(leaks)}", PrivacyLeakWarning,
-                          stacklevel=2)
+            warnings.warn(f"search_privacy_cost is inf{where}: {leak_message(leaks, has_dp=True)}",
+                          PrivacyLeakWarning, stacklevel=2)
             return PrivacyBudget(math.inf, delta)
     seeded = sorted({type(s).__name__ for _, est in [({}, base), *built] for s in dp_steps(est)
                      if s.random_state is not None})
@@ -129,7 +139,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     events = []
     for _, est in built:
         for m in sizes:
-            ev = planned_events_of(est, m, nf, n_targets)
+            ev = planned_events_of(est, m, nf, n_targets, names)
             if ev is None:
                 return PrivacyBudget(math.inf, delta)
             events.extend(ev)
@@ -140,7 +150,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
     refits = [search.best_params_] if hasattr(search, "best_params_") else candidates
     costs = []
     for params in refits:
-        ev = planned_events_of(_candidate(base, params), n, nf, n_targets)
+        ev = planned_events_of(_candidate(base, params), n, nf, n_targets, names)
         if ev is None:
             return PrivacyBudget(math.inf, delta)
         costs.append(price(events + ev, delta).budget)
@@ -169,17 +179,20 @@ def _find_delta(est):
 def _set_budget(est, epsilon, delta, seed=None):
     """Give a candidate ``(epsilon, delta)``, split equally across its DP steps (basic composition).
 
-    ``seed`` is ``(SeedSequence, source)``: each DP step's next fit draws from its own child of it.
+    ``seed`` is ``(SeedSequence, source)``: each DP step's next fit draws from its own child of it. A DP
+    step inside a ColumnTransformer is not given one: the ColumnTransformer fits a clone, which keeps the
+    budget (a parameter) but not the child seed; its ``random_state`` is ``None`` (checked before the
+    search), so it draws fresh OS entropy.
     """
-    dp = dp_steps(est)
+    dp = [leaf for leaf in walk_steps(est) if step_kind(leaf.step) == "dp"]
     children = [None] * len(dp)
     if seed is not None:
         seq, source = seed
         children = [(c, child_source(source, i)) for i, c in enumerate(seq.spawn(len(dp)))]
-    for step, child in zip(dp, children):
-        step.set_params(epsilon=epsilon / len(dp), delta=delta / len(dp))
-        if child is not None:
-            assign_child_seed(step, *child)
+    for leaf, child in zip(dp, children):
+        leaf.step.set_params(epsilon=epsilon / len(dp), delta=delta / len(dp))
+        if child is not None and not leaf.cloned:
+            assign_child_seed(leaf.step, *child)
     return est
 
 
@@ -323,7 +336,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 )
         return cands
 
-    def _allocate(self, cands, n_train, n_features=None):
+    def _allocate(self, cands, n_train, n_features=None, feature_names=None):
         """Largest per-candidate epsilon whose composition the accountant prices <= epsilon."""
         k = len(cands)
         d_c = self.delta / k
@@ -332,7 +345,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             events = []
             for params in cands:
                 est = _set_budget(_candidate(self.estimator, params), eps_c, d_c, None)
-                ev = planned_events_of(est, n_train, n_features)
+                ev = planned_events_of(est, n_train, n_features, feature_names=feature_names)
                 if ev is None:
                     raise ValueError(
                         "Every candidate needs public bounds (data_norm, classes / label_bound) "
@@ -407,7 +420,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         n_val = max(1, int(round(self.validation_fraction * n)))
         if n - n_val < 1:
             raise ValueError("validation_fraction leaves no training rows.")
-        eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X))
+        eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X), _feature_names(X))
         self.__dict__.pop("_ledger_charge", None)  # a charge of an earlier fit never counts for this one
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
         root, source = root_seed(self.random_state)
@@ -535,11 +548,19 @@ def _check_candidate(est, where, classifier):
     """
     leaks = leaky_steps(est)
     if leaks:
-        raise ValueError(f"DPGridSearchCV refuses this estimator{where}: {leak_message(leaks)}")
+        raise ValueError(f"DPGridSearchCV refuses this estimator{where}: {leak_message(leaks, has_dp=True)}")
     steps = dp_steps(est)
     if not steps:
         raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
                         f"{type(est).__name__}{where}.")
+    seeded = [leaf.name for leaf in walk_steps(est) if leaf.cloned and step_kind(leaf.step) == "dp"
+              and leaf.step.random_state is not None]
+    if seeded:
+        # a ColumnTransformer fits clones: the search's independent child seeds cannot reach them, and a
+        # fixed seed would be copied into every candidate's clone (the same noise in every candidate)
+        raise ValueError(f"DPGridSearchCV refuses the DP step(s) {seeded}{where}: inside a ColumnTransformer "
+                         "(which fits clones of its transformers) a DP step must have random_state=None, so "
+                         "that each candidate's clone draws fresh noise.")
     name, final = named_steps(est)[-1]
     if final is not steps[-1] or not hasattr(final, "predict"):
         raise TypeError(f"The Pipeline given to DPGridSearchCV must end in an skdp estimator (a DP classifier "
@@ -615,7 +636,7 @@ def _refuse_shared_noise(fitted):
     own ``random_state``, and two seeded fits would then share noise: their
     releases are not independent and the search's price would not hold.
     """
-    steps = [s for e in fitted for s in dp_steps(e)]
+    steps = [s for e in fitted for s in dp_steps(e, fitted=True)]
     shared = shared_sources(getattr(s, "noise_source_", None) for s in steps)
     if shared:
         names = sorted({type(s).__name__ for s in steps if getattr(s, "noise_source_", None) in shared})
@@ -627,7 +648,8 @@ def _refuse_shared_noise(fitted):
 
 
 def _events_of(est):
-    return [ev for step in dp_steps(est) for ev in step.privacy_events_]
+    """The events a fitted candidate's DP steps ran (the fitted clones inside a ColumnTransformer)."""
+    return [ev for step in dp_steps(est, fitted=True) for ev in step.privacy_events_]
 
 
 def _label_range(est):

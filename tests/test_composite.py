@@ -1,0 +1,279 @@
+"""Composite transformers (ColumnTransformer, FeatureUnion, nested Pipelines) in the privacy accounting.
+
+Every DP sub-step is found and composed, steps that learn nothing are free, any other learning step is
+named in a warning (a refusal where a budget is set), each DP step is planned with its own input width,
+and plain scikit-learn searches get an honest answer.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.compose import make_column_selector, make_column_transformer
+from sklearn.impute import MissingIndicator, SimpleImputer
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.pipeline import make_pipeline, make_union
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+
+from skdp import (
+    DPLogisticRegression,
+    DPMinMaxScaler,
+    DPStandardScaler,
+    PrivacyLeakWarning,
+    pipeline_privacy_spent,
+    set_pipeline_budget,
+)
+from skdp._utils import step_kind, walk_steps
+from skdp.model_selection import DPGridSearchCV, search_privacy_cost
+from skdp.privacy import price
+
+NUM = ["a", "b", "c", "d"]
+CAT = ["s", "t"]
+CATS = [["x", "y", "z"], ["u", "v"]]
+N = 300
+DELTA = 1e-6
+
+
+def _frame(n=N, seed=0):
+    rng = np.random.RandomState(seed)
+    df = pd.DataFrame(rng.randn(n, 4), columns=NUM)
+    df["s"] = rng.choice(CATS[0], n)
+    df["t"] = rng.choice(CATS[1], n)
+    y = ((df["a"] + (df["s"] == "x")) > 0.5).astype(int).to_numpy()
+    return df, y
+
+
+def _composite(scaler=None, encoder=None, **ct):
+    scaler = DPStandardScaler(bounds=(-4, 4)) if scaler is None else scaler
+    encoder = OneHotEncoder(categories=CATS) if encoder is None else encoder
+    return make_pipeline(make_column_transformer((scaler, NUM), (encoder, CAT), **ct),
+                         DPLogisticRegression(classes=[0, 1]))
+
+
+def _released_events(*steps):
+    return [ev for s in steps for ev in s.privacy_events_]
+
+
+# --- 1. composite steps are composed --------------------------------------------------------------------
+
+def test_column_transformer_one_budget_reports_exactly_it():
+    X, y = _frame()
+    pipe = set_pipeline_budget(_composite(), 1.0, DELTA, n_samples=N, n_features=X.shape[1])
+    template = pipe[0].transformers[0][1]
+    pipe.fit(X, y)
+    fitted_scaler = pipe[0].named_transformers_["dpstandardscaler"]
+    assert fitted_scaler is not template and not hasattr(template, "privacy_events_")
+    # the budget set on the template reached the clone the ColumnTransformer fitted
+    assert fitted_scaler.epsilon == template.epsilon and fitted_scaler.delta == template.delta
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        spent = pipeline_privacy_spent(pipe)
+    # independently: the accountant's price of what the two fitted DP steps ran
+    expected = price(_released_events(fitted_scaler, pipe[-1]), DELTA).budget
+    assert spent.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert spent.epsilon == pytest.approx(1.0, abs=1e-3) and spent.epsilon <= 1.0 + 1e-9
+    assert spent.delta == pytest.approx(DELTA)
+    # the scaler's release is counted: the model alone costs clearly less
+    assert price(pipe[-1].privacy_events_, DELTA).budget.epsilon < 0.9
+
+
+def test_leaky_sub_step_is_named_and_refused():
+    X, y = _frame()
+    pipe = _composite(scaler=StandardScaler())
+    with pytest.raises(ValueError, match="columntransformer__standardscaler"):
+        set_pipeline_budget(pipe, 1.0, DELTA)
+    pipe.fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="columntransformer__standardscaler") as rec:
+        assert pipeline_privacy_spent(pipe).epsilon == np.inf
+    # the user already has DP steps: the advice is to replace the named step, not "use a DP step"
+    assert "Use a DP step" not in str(rec[0].message)
+    assert "Replace those steps" in str(rec[0].message)
+
+
+def test_remainder_is_walked():
+    X, y = _frame()
+    X = X.assign(e=np.random.RandomState(3).randn(N))
+    pipe = _composite(remainder=StandardScaler())
+    with pytest.raises(ValueError, match="columntransformer__remainder"):
+        set_pipeline_budget(pipe, 1.0, DELTA)
+    ok = _composite(remainder=DPMinMaxScaler(bounds=(-4, 4)))
+    set_pipeline_budget(ok, 1.0, DELTA, n_samples=N, feature_names=list(X.columns)).fit(X, y)
+    rest = ok[0].named_transformers_["remainder"]
+    assert rest.n_features_in_ == 1 and rest.epsilon > 0
+    assert pipeline_privacy_spent(ok).epsilon == pytest.approx(
+        price(_released_events(ok[0].named_transformers_["dpstandardscaler"], rest, ok[-1]), DELTA).budget.epsilon)
+
+
+def test_feature_union_and_nested_pipeline():
+    X, y = _frame()
+    Xn = X[NUM].to_numpy()
+    union = make_pipeline(make_union(DPStandardScaler(bounds=(-4, 4)), DPMinMaxScaler(bounds=(-4, 4))),
+                          DPLogisticRegression(classes=[0, 1]))
+    set_pipeline_budget(union, 1.0, DELTA, n_samples=N, n_features=4).fit(Xn, y)
+    fu = union[0]
+    steps = [fu.transformer_list[0][1], fu.transformer_list[1][1], union[-1]]
+    assert all(s.epsilon < 1.0 for s in steps)
+    spent = pipeline_privacy_spent(union)
+    assert spent.epsilon == pytest.approx(price(_released_events(*steps), DELTA).budget.epsilon, rel=1e-12)
+    assert spent.epsilon == pytest.approx(1.0, abs=1e-3)
+
+    nested = _composite(scaler=make_pipeline(
+        SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True), DPStandardScaler(bounds=(-4, 4))))
+    names = [leaf.name for leaf in walk_steps(nested)]
+    assert "columntransformer__pipeline__dpstandardscaler" in names
+    set_pipeline_budget(nested, 1.0, DELTA, n_samples=N, n_features=6).fit(X, y)
+    assert pipeline_privacy_spent(nested).epsilon == pytest.approx(1.0, abs=1e-3)
+    leaky = make_pipeline(make_union(StandardScaler(), DPMinMaxScaler(bounds=(-4, 4))), DPLogisticRegression())
+    with pytest.raises(ValueError, match="featureunion__standardscaler"):
+        set_pipeline_budget(leaky, 1.0, DELTA)
+
+
+# --- 2. which scikit-learn steps learn nothing ----------------------------------------------------------
+
+_COLS = [["x", "y", "z"], ["u", "v"]]
+# (step, expected kind, a neighbouring pair of datasets whose fits differ, or None)
+_A = pd.DataFrame({"p": ["x"] * 5 + ["y"] * 5, "q": ["u"] * 10})
+_B = _A.assign(q=["u"] * 9 + ["v"])  # one row replaced
+# one row replaced, (x, v) -> (y, u): the most frequent category of p and v's frequency change
+_C = pd.DataFrame({"p": ["x"] * 5 + ["y"] * 4 + ["z"], "q": ["u"] * 9 + ["v"]})
+_D = _C.copy()
+_D.iloc[0] = ["y", "u"]
+_C.iloc[0] = ["x", "v"]
+_N1 = np.array([[np.nan, 1.0]] * 4)
+_N2 = np.array([[np.nan, 1.0]] * 3 + [[2.0, np.nan]])  # one row replaced
+
+
+@pytest.mark.parametrize("step, kind, pair", [
+    (OneHotEncoder(categories=_COLS), "stateless", (_A, _B)),
+    (OneHotEncoder(categories=_COLS, drop="first"), "stateless", (_A, _B)),
+    (OneHotEncoder(categories=_COLS, drop="if_binary", handle_unknown="ignore"), "stateless", (_A, _B)),
+    (OneHotEncoder(categories=_COLS, drop=["y", "v"]), "stateless", (_A, _B)),
+    (OneHotEncoder(), "non_dp", (_A, _B)),
+    (OneHotEncoder(categories=_COLS, min_frequency=2, handle_unknown="infrequent_if_exist"), "non_dp", (_C, _D)),
+    (OneHotEncoder(categories=_COLS, max_categories=2, handle_unknown="infrequent_if_exist"), "non_dp", (_C, _D)),
+    (OrdinalEncoder(categories=_COLS), "stateless", (_A, _B)),
+    (OrdinalEncoder(), "non_dp", (_A, _B)),
+    (SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True), "stateless", (_N1, _N2)),
+    (SimpleImputer(strategy="constant", fill_value=0.0), "non_dp", (_N1, _N2)),
+    (SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True, add_indicator=True),
+     "non_dp", (_N1, _N2)),
+    (SimpleImputer(strategy="mean", keep_empty_features=True), "non_dp", (_N1, _N2)),
+    (MissingIndicator(features="all"), "stateless", (_N1, _N2)),
+    (MissingIndicator(), "non_dp", (_N1, _N2)),
+    (type("MyEncoder", (OneHotEncoder,), {})(categories=_COLS), "non_dp", None),
+])
+def test_step_kind_matches_what_the_fit_learns(step, kind, pair):
+    assert step_kind(step) == kind
+    if pair is None:
+        return
+    # attack: fit on two neighbouring datasets and look at what the fitted step publishes (its output names,
+    # its transform of both datasets, or a refusal to transform); a stateless step must not tell them apart
+    views = []
+    for data in pair:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = clone(step).fit(data)
+            view = [str(list(fitted.get_feature_names_out()))]
+            for probe in pair:
+                try:
+                    out = fitted.transform(probe)
+                except ValueError:
+                    view.append("refused")
+                    continue
+                out = np.asarray(out.toarray() if hasattr(out, "toarray") else out, dtype=float)
+                view.append(f"{out.shape} {np.nan_to_num(out, nan=-99.0).tolist()}")
+        views.append(view)
+    assert (views[0] != views[1]) == (kind == "non_dp")
+
+
+def test_onehot_auto_inside_column_transformer_is_a_leak():
+    X, y = _frame()
+    pipe = _composite(encoder=OneHotEncoder()).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="columntransformer__onehotencoder"):
+        assert pipeline_privacy_spent(pipe).epsilon == np.inf
+
+
+# --- 3. planning follows the width ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("encoder, ct", [
+    (OneHotEncoder(categories=CATS), {}),
+    (OneHotEncoder(categories=CATS, drop="first"), {}),
+    (OneHotEncoder(categories=CATS, drop="if_binary"), {"remainder": "passthrough"}),
+    (OneHotEncoder(categories=CATS, drop=["z", "v"], sparse_output=False), {"remainder": "passthrough"}),
+    (make_union(OneHotEncoder(categories=CATS), MissingIndicator(features="all")), {}),
+])
+def test_planned_width_is_the_fitted_width(encoder, ct):
+    X, y = _frame()
+    X = X.assign(e=1.0)
+    pipe = _composite(encoder=encoder, **ct)
+    planned = {leaf.name: leaf.n_features for leaf in walk_steps(pipe, feature_names=list(X.columns))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+    assert planned["columntransformer__dpstandardscaler"] == 4
+    assert planned["dplogisticregression"] == pipe[-1].n_features_in_
+
+
+def test_search_plans_each_step_with_its_width():
+    X, y = _frame()
+    # per-feature bounds of the 4 numeric columns: planning with the raw width (6) would be refused
+    scaler = DPStandardScaler(bounds=(np.full(4, -4.0), np.full(4, 4.0)))
+    search = DPGridSearchCV(_composite(scaler=scaler), {"dplogisticregression__alpha": [0.01, 1.0]},
+                            epsilon=2.0, delta=DELTA, random_state=0).fit(X, y)
+    assert search.privacy_spent_.epsilon <= 2.0
+    fitted_scaler = search.best_estimator_[0].named_transformers_["dpstandardscaler"]
+    assert fitted_scaler.n_features_in_ == 4 and fitted_scaler.privacy_events_
+    # no secret child seed is left on the template the ColumnTransformer cloned
+    assert not hasattr(search.best_estimator_[0].transformers[0][1], "_skdp_child_seed")
+    gs = GridSearchCV(_composite(scaler=clone(scaler)), {"dplogisticregression__alpha": [0.01, 1.0]}, cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        cost = search_privacy_cost(gs, X, y)
+    # 2 candidates x 3 folds + the refit, each fit a scaler (on 4 columns) and a model (on 4 + 5)
+    one_fit = clone(scaler).planned_events(N, 4) + DPLogisticRegression(classes=[0, 1]).planned_events(N, 9)
+    assert np.isfinite(cost.epsilon)
+    assert cost.epsilon > price(one_fit * 3, DELTA).budget.epsilon
+
+
+def test_unplannable_width_names_the_step_without_dumping_arrays():
+    X, y = _frame()
+    auto = make_pipeline(make_column_transformer((DPStandardScaler(bounds="auto"),
+                                                  make_column_selector(dtype_include="number")),
+                                                 (OneHotEncoder(categories=CATS), CAT)),
+                         DPLogisticRegression(classes=[0, 1]))
+    with pytest.raises(ValueError, match="columntransformer__dpstandardscaler") as exc:
+        set_pipeline_budget(auto, 1.0, DELTA, n_samples=N, n_features=6)
+    assert "not known from public information" in str(exc.value)
+    wrong = _composite(scaler=DPStandardScaler(bounds=(np.full(5, -4.0), np.full(5, 4.0))))
+    with pytest.raises(ValueError, match=r"'columntransformer__dpstandardscaler'.*4 input columns") as exc:
+        DPGridSearchCV(wrong, {"dplogisticregression__alpha": [0.01, 1.0]}, delta=DELTA).fit(X, y)
+    assert "array(" not in str(exc.value) and "-4." not in str(exc.value) and len(str(exc.value)) < 500
+
+
+def test_search_refuses_a_seeded_dp_step_inside_a_column_transformer():
+    X, y = _frame()
+    pipe = _composite(scaler=DPStandardScaler(bounds=(-4, 4), random_state=0))
+    search = DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.01, 1.0]}, delta=DELTA)
+    with pytest.raises(ValueError, match="columntransformer__dpstandardscaler.*random_state=None"):
+        search.fit(X, y)
+    assert not hasattr(search, "best_estimator_")
+
+
+# --- 7. plain scikit-learn searches ---------------------------------------------------------------------
+
+def test_plain_search_and_cross_validate_are_reported_as_leaking():
+    X, y = _frame()
+    gs = GridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, cv=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gs.fit(X, y)
+        cv = cross_validate(_composite(), X, y, cv=2)
+    with pytest.warns(PrivacyLeakWarning, match="DPGridSearchCV") as rec:
+        assert pipeline_privacy_spent(gs).epsilon == np.inf
+    assert "search_privacy_cost" in str(rec[0].message) and "without noise" in str(rec[0].message)
+    with pytest.warns(PrivacyLeakWarning, match="exact functions of the validation rows"):
+        assert pipeline_privacy_spent(cv).epsilon == np.inf
+    dp = DPGridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, delta=DELTA).fit(X, y)
+    assert pipeline_privacy_spent(dp) == dp.privacy_spent_
