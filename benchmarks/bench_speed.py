@@ -21,7 +21,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 
 from skdp import DPLogisticRegression, DPRidge, list_solvers
 
-#: the labels of the two default rows (the README table uses them too)
+#: the labels of the two default rows (the speed table of doc/benchmarks.rst uses them too)
 DEFAULTS = "defaults"
 DEFAULTS_PUBLIC = "defaults, public bounds"
 

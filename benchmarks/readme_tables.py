@@ -85,8 +85,8 @@ def utility(seeds=20):
     return "\n".join(out).rstrip()
 
 
-#: fits per timing in the README's speed table (the best is kept; more than the script's default of 3, since
-#: the mini-batch rows' times vary by a third from run to run on the 2-core machine that makes the table)
+#: fits per timing in the speed table of doc/benchmarks.rst (the best is kept; more than the script's default of 3,
+#: since the mini-batch rows' times vary by a third from run to run on the 2-core machine that makes the table)
 SPEED_REPEAT = 5
 
 
