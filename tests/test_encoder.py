@@ -57,16 +57,16 @@ def test_noise_scale_and_threshold_match_the_gdp_derivation(eps, delta, d):
 # ------------------------------------------------------------------------------------------
 # statistical attacks on neighbouring datasets, from the released categories_
 # ------------------------------------------------------------------------------------------
-def _selection_rate(X, category, n_fits, seed, predicate):
-    """Fraction of fits (seeds seed, seed + 1, ...) whose categories_ satisfy predicate."""
+EPS, DELTA = 1.0, 1e-5
+
+
+def _selection_hits(X, category, n_fits, seed):
+    """Number of fits (seeds seed, seed + 1, ...) whose categories_ hold category in every column."""
     hits = 0
     for s in range(seed, seed + n_fits):
         enc = DPOneHotEncoder(epsilon=EPS, delta=DELTA, random_state=s).fit(X)
-        hits += bool(predicate([category in c.tolist() for c in enc.categories_]))
-    return hits, n_fits
-
-
-EPS, DELTA = 1.0, 1e-5
+        hits += all(category in c.tolist() for c in enc.categories_)
+    return hits
 
 
 def _violates(hits_a, hits_b, n, eps, delta, alpha=1e-4):
@@ -93,13 +93,12 @@ def test_attack_on_a_count_shifted_in_every_column(under_noise):
     attack breaks it (positive control)."""
     d, n = 4, 300
     X_a, X_b = _shift_worlds(d)
-    every = all
-    a = _selection_rate(X_a, "a", n, 0, every)[0]
-    b = _selection_rate(X_b, "a", n, 10_000, every)[0]
+    a = _selection_hits(X_a, "a", n, 0)
+    b = _selection_hits(X_b, "a", n, 10_000)
     assert not _violates(a, b, n, EPS, DELTA), (a, b)
     with under_noise(1 / 50):
-        a_low = _selection_rate(X_a, "a", 60, 0, every)[0]
-        b_low = _selection_rate(X_b, "a", 60, 10_000, every)[0]
+        a_low = _selection_hits(X_a, "a", 60, 0)
+        b_low = _selection_hits(X_b, "a", 60, 10_000)
     assert _violates(a_low, b_low, 60, EPS, DELTA), (a_low, b_low)
 
 
@@ -251,6 +250,20 @@ def test_infrequent_column_collects_unselected_and_unseen_values():
     assert full.get_feature_names_out().tolist() == ["x0_a", "x0_b", "x0_infrequent_sklearn"]
     ignore = DPOneHotEncoder(sparse_output=False, random_state=0).fit(X)
     np.testing.assert_array_equal(ignore.transform(np.array([["rare"]], dtype=object)), [[0, 0]])
+
+
+def test_in_a_column_transformer_names_and_pandas_output():
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import StandardScaler
+
+    X = _frame(2000).assign(num=np.linspace(0, 1, 2000))
+    ct = make_column_transformer((StandardScaler(), ["num"]),
+                                 (DPOneHotEncoder(sparse_output=False, random_state=0), ["city", "grade"]))
+    out = ct.set_output(transform="pandas").fit_transform(X)
+    assert list(out.columns) == ["standardscaler__num"] + [
+        f"dponehotencoder__{f}" for f in ["city_Oslo", "city_Paris", "city_Rome", "grade_high", "grade_low",
+                                          "grade_mid"]]
+    assert (out.filter(like="city_").sum(axis=1) == 1).all()
 
 
 # ------------------------------------------------------------------------------------------
