@@ -252,6 +252,29 @@ def test_infrequent_column_collects_unselected_and_unseen_values():
     np.testing.assert_array_equal(ignore.transform(np.array([["rare"]], dtype=object)), [[0, 0]])
 
 
+def test_same_public_methods_fit_signature_and_fitted_attributes_as_sklearn():
+    import inspect
+
+    def methods(cls):
+        return {name for name, _ in inspect.getmembers(cls, callable) if not name.startswith("_")}
+
+    assert methods(OneHotEncoder) <= methods(DPOneHotEncoder)
+    theirs_fit = list(inspect.signature(OneHotEncoder.fit).parameters)
+    assert list(inspect.signature(DPOneHotEncoder.fit).parameters) == theirs_fit + ["privacy_ledger"]
+    for X in (_frame(600), _frame(600).to_numpy()):
+        theirs = OneHotEncoder().fit(X)
+        ours = DPOneHotEncoder(random_state=0).fit(X)
+        fitted = [k for k in vars(theirs) if k.endswith("_") and not k.startswith("_")]
+        assert "categories_" in fitted
+        for key in fitted:
+            assert type(getattr(ours, key)) is type(getattr(theirs, key)), key
+            a, b = getattr(ours, key), getattr(theirs, key)
+            if isinstance(b, list):  # categories_: one array per column, of the column's dtype
+                assert [np.asarray(v).dtype for v in a] == [np.asarray(v).dtype for v in b], key
+            else:
+                assert np.shape(a) == np.shape(b), key
+
+
 def test_in_a_column_transformer_names_and_pandas_output():
     from sklearn.compose import make_column_transformer
     from sklearn.preprocessing import StandardScaler
