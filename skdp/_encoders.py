@@ -181,6 +181,13 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
     The encoder's own :meth:`planned_events` depends only on the number of
     columns, never on the data.
 
+    **In a pipeline** the encoder is a DP step like the scalers
+    (``epsilon``, ``delta``, ``random_state``, :meth:`planned_events`,
+    ``privacy_events_``): its selection reads the same rows as the other
+    steps, so the accountant composes it with them, and ``set_pipeline_budget``
+    gives it a share of the one budget. With given categories it plans
+    ``[]`` (no share is needed) and draws no noise.
+
     Parameters
     ----------
     categories : "auto" or list of array-like, default="auto"
