@@ -40,6 +40,8 @@ __all__ = [
     "augmented_row_bound",
     "private_label_range",
     "label_range_from_counts",
+    "label_spread_level",
+    "label_width_at",
     "private_clip_norm",
     "BoundedData",
     "BoundedDesign",
@@ -777,34 +779,84 @@ def augmented_row_bound(k_x, fit_intercept=True, intercept_scaling=None, interce
     return math.sqrt(k_x**2 + float(intercept_scaling) ** 2)
 
 
-def private_label_range(y, epsilon, rng, *, width=3.0, secure=True):
-    """``label_bound="auto"``: ``((low, high), events)``, the private median +- ``width`` private MADs.
+def private_label_range(y, epsilon, rng, *, width=3.0, level=None, secure=True):
+    """``label_bound="auto"``: ``((low, high), events)``, the private median +- a multiple of a private spread.
 
-    Two selections at ``epsilon`` each: the median on a signed grid, then the
-    median absolute deviation from it on a norm grid.
+    Two selections at ``epsilon`` each (:func:`label_range_from_counts`): the
+    median on a signed grid, then the ``level``-quantile of the absolute
+    deviations from it on a norm grid (``level=None``: :func:`label_spread_level`,
+    which rises from the median absolute deviation towards the largest deviation
+    as ``n * epsilon`` grows).
     """
     y = np.asarray(y, dtype=float)
 
     def counts(grid, centre=None):
         return grid_counts(y if centre is None else np.abs(y - centre), grid)
 
-    return label_range_from_counts(counts, y.size, epsilon, rng, width=width, secure=secure)
+    return label_range_from_counts(counts, y.size, epsilon, rng, width=width, level=level, secure=secure)
 
 
-def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, secure=True):
+#: failure probability the spread's quantile level is sized for (:func:`label_spread_level`)
+LABEL_SPREAD_FAILURE = 0.05
+
+
+def label_spread_level(n_samples, selection_epsilon, n_candidates=DEFAULT_NORM_GRID.size,
+                       failure=LABEL_SPREAD_FAILURE):
+    """Public quantile level of the label spread: ``1 - min(0.5, 4 beta ln(m / failure) / n)``.
+
+    ``beta = 2 / selection_epsilon`` is the Gumbel scale of the selection and
+    ``m`` the number of grid points. Every point above all the deviations
+    scores ``-(1 - level) n`` and the points next to the quantile
+    ``-(1 - level) n / 2`` or more (:func:`skdp.privacy.quantile.point_scores`),
+    so the exponential mechanism picks one of the former with probability at
+    most about ``m exp(-(1 - level) n / (2 beta))``, below ``failure`` once
+    ``(1 - level) n >= 2 beta ln(m / failure)``; the factor 4 leaves a margin of
+    2, as :func:`skdp.privacy.range_quantile_level` does. So the level is the
+    median (the median absolute deviation) at small ``n * epsilon`` and tends
+    to 1 (the largest deviation: nothing clipped, like sklearn's labels) as the
+    selection's noise vanishes. A function of public ``n``, epsilon and ``m`` only.
+    """
+    beta = 2.0 / float(selection_epsilon)
+    tail = 4.0 * beta * math.log(n_candidates / failure) / max(int(n_samples), 1)
+    return 1.0 - min(0.5, tail)
+
+
+def label_width_at(width, level):
+    """Multiple of the ``level``-quantile of ``|y - centre|`` that the auto label range spans on either side.
+
+    ``width / (2 level)``: ``width`` times the median absolute deviation at
+    ``level = 0.5``, and at a higher level never narrower than that wherever
+    the quantile function ``Q`` of ``|y - centre|`` has ``Q(q) / q``
+    non-decreasing (e.g. ``|y - centre|`` with a non-increasing density:
+    labels unimodal and symmetric about the centre), since then
+    ``Q(level) / (2 level) >= Q(0.5)``. As the level tends to 1 the range
+    tends to ``width / 2`` times the largest deviation. Post-processing of
+    public values.
+    """
+    return float(width) / (2.0 * max(float(level), 0.5))
+
+
+def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, level=None, secure=True):
     """:func:`private_label_range` from grid counts of the labels.
 
     ``counts(grid, centre)`` returns ``#{i : y_i <= c}`` for every ``c`` of
     ``grid`` (``centre=None``), or ``#{i : |y_i - centre| <= c}``: sums over
     rows, which a distributed fit adds up block by block; the second is asked
     for only after the centre is released. ``n_samples`` is public.
+    Each selection is :func:`skdp.privacy.quantile.private_quantile_from_counts` (replace-one with
+    public ``n``: score sensitivity 1, ``BoundedRangeEvent(epsilon)``).
+    The spread is the ``level``-quantile of the deviations (``None``:
+    :func:`label_spread_level` of ``n`` and ``epsilon``) and the half-width
+    :func:`label_width_at` times it.
     ``secure``: both selections floating-point safe (:mod:`skdp.privacy.quantile`).
     """
+    if level is None:
+        level = label_spread_level(n_samples, epsilon)
     centre, ev1 = private_quantile_from_counts(counts(DEFAULT_SIGNED_GRID, None), n_samples, 0.5, epsilon, rng,
                                                DEFAULT_SIGNED_GRID, secure)
-    spread, ev2 = private_quantile_from_counts(counts(DEFAULT_NORM_GRID, centre), n_samples, 0.5, epsilon, rng,
+    spread, ev2 = private_quantile_from_counts(counts(DEFAULT_NORM_GRID, centre), n_samples, level, epsilon, rng,
                                                DEFAULT_NORM_GRID, secure)
-    half = width * spread
+    half = label_width_at(width, level) * spread
     return (centre - half, centre + half), [ev1, ev2]
 
 

@@ -76,7 +76,10 @@ def test_private_quantile_selection_probabilities():
     grid = np.array([1.0, 2.0, 3.0, 4.0])
     eps = 1.0
     draws = [np.searchsorted(grid, private_quantile(values, 0.5, eps, rng, grid)[0]) for _ in range(20000)]
-    u = -np.abs(np.searchsorted(np.sort(values), grid, side="right") - 0.5 * len(values))
+    # by hand: counts R = #{v <= c} = 1, 3, 4, 7, t = 3.5; -|R - t| = -2.5, -0.5, -0.5, -3.5; the window term
+    # (0 when t is within a grid step of c, R(c_-1) = 0, R(c_4) = 7) is -0.5, 0, 0, -0.5, minus min(t, n - t) / 2
+    # = 1.75: -2.25, -1.75, -1.75, -2.25; the larger of the two at every point
+    u = np.array([-2.25, -0.5, -0.5, -2.25])
     p = np.exp(eps * u / 2) / np.exp(eps * u / 2).sum()
     assert stats.chisquare(np.bincount(draws, minlength=4), p * 20000).pvalue > 1e-3
 
@@ -165,7 +168,13 @@ def test_small_n_selections_get_what_they_need_and_warn_when_they_cannot():
     assert needed == pytest.approx(45.49 / 300, rel=1e-3)
     assert est.privacy_events_[:3] == [BoundedRangeEvent(needed)] * 3  # above the 0.05 * 2 / 3 share
     assert est.privacy_spent_.epsilon == pytest.approx(2.0, rel=1e-6)
-    with pytest.warns(UserWarning, match="too few to choose 3 bound"):
-        low = DPRidge(0.5, random_state=0).fit(X, y)
-    assert low.privacy_events_[:3] == [BoundedRangeEvent(0.5 * 0.5 / 3)] * 3  # capped: half of epsilon
-    assert low.privacy_spent_ <= PrivacyBudget(0.5, 1e-5)
+    # a regressor refuses where the capped selections cannot be reliable: before the ledger or the data
+    ledger = PrivacyLedger(math.inf, 1e-5)
+    with pytest.raises(ValueError, match="too few to choose 3 bound"):
+        DPRidge(0.5, random_state=0).fit(X, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 0
+    # a classifier still fits, with capped selections (half of epsilon) and a warning
+    with pytest.warns(UserWarning, match="too few to choose 1 bound"):
+        low = DPLogisticRegression(0.1, classes=[0, 1], random_state=0).fit(X, (y > 10).astype(int))
+    assert low.privacy_events_[:1] == [BoundedRangeEvent(0.5 * 0.1)]  # capped: half of epsilon
+    assert low.privacy_spent_ <= PrivacyBudget(0.1, 1e-5)

@@ -1,12 +1,14 @@
 """A private quantile by the exponential mechanism over a public grid.
 
 Used to choose a clipping bound (``data_norm="auto"``) without reading it from
-the data in the clear. For a candidate ``t`` of a public grid the score is
-``u(t) = -| #{i : v_i <= t} - q n |``. Under replace-one with public ``n`` a swap
-changes every count by at most 1, so the score sensitivity is ``s = 1``; the
-candidate is ``argmax(u + Gumbel(2 s / epsilon))``, which is the exponential
-mechanism and epsilon-bounded-range (Durfee-Rogers 2019), priced as
-``BoundedRangeEvent(epsilon)``.
+the data in the clear. For a candidate ``c`` of a public grid the score is
+``u(c) = -| #{i : v_i <= c} - q n |`` (Smith 2011), floored where the quantile
+lies within one grid step of ``c`` so that data between two grid points are
+still located (:func:`point_scores`; :doc:`/user_guide/bounds`). Under
+replace-one with public ``n`` a swap changes every count by at most 1, so the
+score sensitivity is ``s = 1``; the candidate is ``argmax(u + Gumbel(2 s / epsilon))``,
+which is the exponential mechanism and epsilon-bounded-range (Durfee-Rogers 2019),
+priced as ``BoundedRangeEvent(epsilon)``.
 
 :func:`private_feature_ranges` is the same mechanism without any public range
 (the scalers' ``bounds="auto"``): a low and a high quantile of every feature
@@ -34,7 +36,7 @@ from .discrete import secure_selection_plan, select
 from .events import BoundedRangeEvent
 
 __all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_ranges",
-           "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "cell_scores",
+           "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "cell_scores", "point_scores",
            "range_quantile_level",
            "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID"]
 
@@ -129,14 +131,45 @@ def grid_counts(values, grid, side="right"):
 def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_GRID, secure=True):
     """:func:`private_quantile` from the counts ``#{i : v_i <= c}`` of the candidates (:func:`grid_counts`).
 
-    ``n`` is the public number of rows. The score is ``-|count(c) - q n|``
-    (replace-one sensitivity 1) and the pick is ``argmax(score + Gumbel(2 / epsilon))``
-    (``secure``: the exact exponential mechanism on the rounded scores).
+    ``n`` is the public number of rows. The candidates are scored by
+    :func:`point_scores` (replace-one sensitivity 1) and the pick is
+    ``argmax(score + Gumbel(2 / epsilon))`` (``secure``: the exact exponential
+    mechanism on the rounded scores), ``BoundedRangeEvent(epsilon)``.
     """
     _check_quantile_args(q, epsilon)
-    scores = -np.abs(np.asarray(counts) - q * int(n))
-    idx = select(rng, scores, *secure_selection_plan(1.0, epsilon, secure))
+    idx = select(rng, point_scores(counts, n, q), *secure_selection_plan(1.0, epsilon, secure))
     return float(np.asarray(grid, dtype=float)[idx]), BoundedRangeEvent(float(epsilon))
+
+
+def point_scores(counts, n, level):
+    """Scores of the grid points for the ``level``-quantile: ``max(-|R(c_k) - t|, w_k - min(t, n - t) / 2)``.
+
+    ``counts`` are ``R(c) = #{v_i <= c}`` at the sorted public grid points
+    ``c_0 < ... < c_(m-1)`` (:func:`grid_counts`), ``t = level n``, and
+    ``w_k = -max(0, R(c_(k-1)) - t, t - R(c_(k+1)))`` (with ``R(c_(-1)) = 0``,
+    ``R(c_m) = n``) is 0 when the quantile lies within one grid step of
+    ``c_k`` and minus the number of rows between otherwise.
+
+    The first term is the exponential-mechanism quantile score at the
+    candidates (Smith 2011). Alone it fails when the data lie between two grid
+    points: every point then scores about ``-min(t, n - t)``, like the points
+    far from the data, and the pick is near uniform over the grid. The second
+    term lifts the points next to the quantile to ``-min(t, n - t) / 2`` at
+    worst, half-way above the far points (which score ``-min(t, n - t)`` under
+    both terms), while it leaves the first term in charge wherever the data
+    spread over several grid steps (there the points nearest the quantile
+    score above ``-min(t, n - t) / 2`` anyway). See :doc:`/user_guide/bounds`.
+
+    Replace-one with public ``n``: each count moves by at most 1, so each term,
+    and their maximum, moves by at most 1 (``t`` is public): sensitivity 1.
+    """
+    R = np.asarray(counts, dtype=float)
+    n = int(n)
+    t = float(level) * n
+    below = np.concatenate([[0.0], R[:-1]])
+    above = np.concatenate([R[1:], [float(n)]])
+    window = -np.maximum(0.0, np.maximum(below - t, t - above))
+    return np.maximum(-np.abs(R - t), window - 0.5 * min(t, n - t))
 
 
 def _counts_at_most(values, grid):

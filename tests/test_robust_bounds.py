@@ -1,0 +1,164 @@
+"""Private bounds when the data sit between two grid points, and label ranges that widen with n * epsilon
+(issue 33, item 4; user guide: doc/user_guide/bounds.rst)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from skdp import DPLogisticRegression, DPRidge
+from skdp.bounds import label_spread_level, label_width_at, private_label_range, row_norms
+from skdp.privacy import BoundedRangeEvent, private_quantile
+from skdp.privacy.quantile import DEFAULT_NORM_GRID, grid_counts, point_scores
+
+#: log of the default norm grid's ratio (about 1.47)
+STEP = math.log(DEFAULT_NORM_GRID[1] / DEFAULT_NORM_GRID[0])
+#: where the data start, as a fraction of a grid step above a grid point (0: on it)
+OFFSETS = (0.0, 0.3, 0.6, 0.85)
+
+
+def _concentrated(a, n, d, seed):
+    """Rows with norms uniform on [a, 1.3 a] (all within one or two grid cells) and a noisy linear rule."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    X *= (rng.uniform(a, 1.3 * a, n) / np.linalg.norm(X, axis=1))[:, None]
+    y = (X @ rng.randn(d) + 0.3 * a * rng.randn(n) > 0).astype(int)
+    return X, y
+
+
+# ---------------------------------------------------------------------------------------------
+# the score, against hand values and its sensitivity
+# ---------------------------------------------------------------------------------------------
+def test_point_scores_between_grid_points_by_hand():
+    """Ten values in (2, 3) on the grid 1..5, the median: the points 2 and 3 bound the data's cell."""
+    values = np.linspace(2.1, 2.9, 10)
+    grid = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    u = point_scores(grid_counts(values, grid), 10, 0.5)
+    # R = #{v <= c} = 0, 0, 10, 10, 10 and t = 5: -|R - t| = -5 everywhere (the failure: a flat score).
+    # The window term: t within a grid step of c_k for k = 1, 2 (0 - 0.5 * 5 = -2.5); for k = 0,
+    # R(c_1) = 0 < t by 5 (-5 - 2.5); for k = 3, 4, R(c_(k-1)) = 10 > t by 5 (-7.5).
+    np.testing.assert_array_equal(u, [-5.0, -2.5, -2.5, -5.0, -5.0])
+    # spread data, by hand: R = 1, 3, 4, 7, 8, t = 4, -|R - t| = -3, -1, 0, -3, -4; the window term is
+    # -1, 0, 0, 0, -3 minus 2: -3, -2, -2, -2, -5. The first term decides next to the median (points 2 and 3)
+    spread = np.array([0.5, 1.5, 1.6, 2.5, 3.5, 3.6, 3.7, 4.5])
+    np.testing.assert_array_equal(point_scores(grid_counts(spread, grid), 8, 0.5), [-3.0, -1.0, 0.0, -2.0, -4.0])
+
+
+def test_point_scores_replace_one_sensitivity_one():
+    """Every replacement of one value moves every score by at most 1 (n public), and some by exactly 1."""
+    rng = np.random.RandomState(0)
+    grid = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    worst = 0.0
+    for _ in range(300):
+        n = rng.randint(2, 9)
+        x = rng.choice([0.5, 1.5, 2.2, 2.5, 2.8, 3.5, 4.5, 5.5], size=n)
+        level = rng.choice([0.1, 0.25, 0.5, 0.9, 0.99])
+        base = point_scores(grid_counts(x, grid), n, level)
+        for i in range(n):
+            for new in (0.5, 2.5, 4.5, 6.0):
+                x2 = x.copy()
+                x2[i] = new
+                worst = max(worst, np.max(np.abs(point_scores(grid_counts(x2, grid), n, level) - base)))
+    assert worst == pytest.approx(1.0, abs=1e-12)  # up to the rounding of level * n
+
+
+def test_concentrated_selection_is_private_on_neighbours(under_noise):
+    """Replace one value of a sample that sits in one grid cell (the window term decides): every outcome's
+    frequency moves by at most e^epsilon; with 1/4 of the noise the same test sees more."""
+    rng = np.random.RandomState(3)
+    grid = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    d0 = np.array([2.2, 2.3, 2.5, 2.6, 2.7, 2.8])
+    d1 = d0.copy()
+    d1[0] = 4.5  # the window of the point 4 now holds a row, that of 2 one fewer
+    eps, n = 1.0, 25000
+
+    def freqs(d):
+        idx = [np.searchsorted(grid, private_quantile(d, 0.5, eps, rng, grid, secure=False)[0]) for _ in range(n)]
+        return np.bincount(idx, minlength=grid.size) / n
+
+    f0, f1 = freqs(d0), freqs(d1)
+    ok = (f0 > 0.02) & (f1 > 0.02)
+    assert ok.sum() >= 3
+    assert np.max(np.abs(np.log(f1[ok] / f0[ok]))) <= eps + 0.08
+    with under_noise(0.25):
+        g0, g1 = freqs(d0), freqs(d1)
+    ok = (g0 > 0.02) & (g1 > 0.02)
+    assert np.max(np.abs(np.log(g1[ok] / g0[ok]))) > eps + 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# data_norm="auto" on rows whose norms sit between grid points (the issue's acceptance bullet)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_data_norm_near_the_median_norm_and_no_single_class_fit(offset):
+    """Norms uniform on [a, 1.3 a], a at several offsets from a grid point, epsilon = 1, 20 fits: data_norm_
+    within a factor 2 of the median row norm every time, and no fit predicts a single class (before: data_norm_
+    from 0.0003 to 3000 times the median, and a third of the fits one class)."""
+    a = DEFAULT_NORM_GRID[20] * math.exp(offset * STEP)
+    X, y = _concentrated(a, 2000, 5, 0)
+    median = np.median(row_norms(X))
+    for seed in range(20):
+        est = DPLogisticRegression(epsilon=1.0, random_state=seed).fit(X, y)
+        assert 0.5 < est.data_norm_ / median < 2.0, (seed, est.data_norm_, median)
+        assert np.unique(est.predict(X)).size == 2, seed
+        assert est.privacy_events_[0] == BoundedRangeEvent(est._selection_epsilon(X.shape[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# label_bound="auto": concentrated labels, and heavy tails as n * epsilon grows
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("a", [DEFAULT_NORM_GRID[20] * math.exp(o * STEP) for o in OFFSETS[:3]]
+                         + [-DEFAULT_NORM_GRID[20]])
+def test_label_range_on_labels_between_grid_points(a):
+    """Labels uniform between a and 1.3 a (between two points of the signed grid), epsilon = 1, 20 fits of
+    DPRidge: the range holds the median label and its half-width is between half the labels' interdecile
+    half-range and 4 times their largest magnitude (before: ranges 0.008 to 8,000 times the labels' span)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(1000, 3)
+    y = a * rng.uniform(1.0, 1.3, 1000)
+    med, (q10, q90) = np.median(y), np.quantile(y, [0.1, 0.9])
+    for seed in range(20):
+        low, high = DPRidge(epsilon=1.0, random_state=seed).fit(X, y).label_bound_
+        assert low <= med <= high, (seed, low, high)
+        assert 0.25 * (q90 - q10) <= (high - low) / 2 <= 4 * np.max(np.abs(y)), (seed, low, high)
+
+
+def test_label_spread_level_pinned():
+    """The spread's level: the median at small n * epsilon, 1 - 4 (2 / eps) ln(43 / 0.05) / n above."""
+    assert label_spread_level(309, 0.147) == 0.5  # diabetes at epsilon = 1: the MAD, as before
+    assert label_spread_level(20000, 1000.0) == pytest.approx(1 - 4 * 0.002 * 6.756932389247553 / 20000, rel=1e-12)
+    assert label_spread_level(1000, 1.0) == pytest.approx(1 - 8 * 6.756932389247553 / 1000, rel=1e-12)
+    # the width: 2.5 MADs at the median level, 1.25 times the largest deviation at level 1
+    assert label_width_at(2.5, 0.5) == 2.5
+    assert label_width_at(2.5, 0.8) == 1.5625
+    assert label_width_at(3.0, 1.0) == 1.5
+
+
+def test_label_range_never_narrower_than_the_former_on_symmetric_labels():
+    """Uniform and normal labels (|y - c| with a non-increasing density): at every level the range holds the
+    former median +- 2.5 MADs (the spread's level given, the selections nearly noiseless)."""
+    rng = np.random.RandomState(0)
+    for y in (rng.uniform(-50, 50, 4000), 3 * rng.randn(4000)):
+        mad = np.median(np.abs(y - np.median(y)))
+        for level in (0.5, 0.7, 0.9, 0.99):
+            (low, high), _ = private_label_range(y, 1e3, np.random.RandomState(1), width=2.5, level=level)
+            # up to the grid's resolution (ratio 1.47) on either selection
+            assert high - low >= 2 * 2.5 * mad / 1.47, (level, low, high)
+
+
+def test_heavy_tailed_label_range_widens_with_n_epsilon():
+    """Lognormal labels: at small n * epsilon the range is the former median +- 2.5 MADs (it clips the tail);
+    at epsilon = 1e4 it reaches the labels' 0.99-quantile, as sklearn's unclipped labels do."""
+    y = np.exp(np.random.RandomState(0).randn(2000))
+    q99 = np.quantile(y, 0.99)
+    (low, high), events = private_label_range(y, 1e4, np.random.RandomState(0), width=2.5)
+    assert events == [BoundedRangeEvent(1e4)] * 2
+    assert high >= q99 and low <= np.min(y)
+    assert high <= 2 * np.max(y)
+    (low, high), _ = private_label_range(y, 0.01, np.random.RandomState(0), width=2.5)  # level 0.5
+    assert high < q99
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = DPRidge(epsilon=1e4, random_state=0).fit(np.random.RandomState(1).randn(2000, 3), y)
+    assert est.label_bound_[1] >= q99
