@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk as _syrk
+from scipy.special import ndtri as _ndtri
 
 from ._blas import SMALL_GRAM_COLUMNS, blas_threads_for, cpus
 from .exceptions import PrivacyLeakWarning
@@ -824,16 +825,18 @@ def label_spread_level(n_samples, selection_epsilon, n_candidates=DEFAULT_NORM_G
 def label_width_at(width, level):
     """Multiple of the ``level``-quantile of ``|y - centre|`` that the auto label range spans on either side.
 
-    ``width / (2 level)``: ``width`` times the median absolute deviation at
-    ``level = 0.5``, and at a higher level never narrower than that wherever
-    the quantile function ``Q`` of ``|y - centre|`` has ``Q(q) / q``
-    non-decreasing (e.g. ``|y - centre|`` with a non-increasing density:
-    labels unimodal and symmetric about the centre), since then
-    ``Q(level) / (2 level) >= Q(0.5)``. As the level tends to 1 the range
-    tends to ``width / 2`` times the largest deviation. Post-processing of
+    ``max(1, width z(0.5) / z(level))`` with ``z(q) = Phi^-1((1 + q) / 2)``, the
+    ``q``-quantile of ``|Z|`` for a standard normal ``Z``: ``width`` times the
+    median absolute deviation at ``level = 0.5``; for normal labels the same
+    half-width at every higher level until that reaches the spread itself, and
+    never less than the spread. Labels with a heavier tail than the normal's
+    get a wider range as the level rises, lighter-tailed ones no wider (their
+    noise is not spent on a range they do not fill). Post-processing of
     public values.
     """
-    return float(width) / (2.0 * max(float(level), 0.5))
+    if level <= 0.5:
+        return float(width)
+    return max(1.0, float(width) * _ndtri(0.75) / _ndtri(0.5 * (1.0 + level)))
 
 
 def label_range_from_counts(counts, n_samples, epsilon, rng, *, width=3.0, level=None, secure=True):
