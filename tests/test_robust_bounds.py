@@ -87,6 +87,22 @@ def test_concentrated_selection_is_private_on_neighbours(under_noise):
     assert np.max(np.abs(np.log(g1[ok] / g0[ok]))) > eps + 0.5
 
 
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_every_quantile_level_within_a_grid_step_of_concentrated_data(offset):
+    """private_quantile (the row bound, the scalers' clip radius, the sparse models' clip norm) on 1000 values
+    uniform on [a, 1.3 a], epsilon = 0.5, 20 draws at each level: always within a factor 1.5 (one step of the
+    grid) of the data's quantile (before: any point of the grid, 1e-2 to 1e5)."""
+    a = DEFAULT_NORM_GRID[20] * math.exp(offset * STEP)
+    v = np.random.RandomState(0).uniform(a, 1.3 * a, 1000)
+    rng = np.random.RandomState(1)
+    for q in (0.1, 0.25, 0.5, 0.75, 0.9):
+        exact = np.quantile(v, q)
+        for _ in range(20):
+            value, event = private_quantile(v, q, 0.5, rng)
+            assert exact / 1.5 <= value <= 1.5 * exact, (q, value, exact)
+    assert event == BoundedRangeEvent(0.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # data_norm="auto" on rows whose norms sit between grid points (the issue's acceptance bullet)
 # ---------------------------------------------------------------------------------------------
