@@ -444,6 +444,7 @@ def fit_logistic(est, X, y, privacy_ledger=None):
 
 def fit_ridge(est, X, y, privacy_ledger=None):
     """``DPRidge.fit`` on a Dask array or dataframe ``X`` (targets ``y``: Dask or NumPy)."""
+    from .linear_model._base import refuse_unreliable_selection
     from .losses import SquaredLoss
     from .privacy.quantile import DEFAULT_SIGNED_GRID
 
@@ -455,6 +456,7 @@ def fit_ridge(est, X, y, privacy_ledger=None):
     solver = est._resolve_solver("squared", (rows.n, rows.d + int(est.fit_intercept)))
     est._check_ball(solver)
     _check_solver(est, solver)
+    refuse_unreliable_selection(est, est._n_auto_selections(), rows.n)
     charge(est, rows.X, privacy_ledger)
     _set_features(est, rows)
     auto_labels = isinstance(est.label_bound, str)
@@ -477,7 +479,8 @@ def fit_ridge(est, X, y, privacy_ledger=None):
         est, rows, _RegressionTargets(label_bound, est.fit_intercept), SquaredLoss(), 1, solver, label_bound=1.0,
         coef_norm=radius, data_derived=derived, clip_norm="initial", rng=rng,
         pre_events=pre_events, norm_counts=norm_counts)
-    return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped, solver=solver)
+    return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped, solver=solver,
+                           n_samples=design.shape[0])
 
 
 # ---------------------------------------------------------------------------------------------

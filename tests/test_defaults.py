@@ -235,3 +235,48 @@ def test_ridge_default_on_diabetes_as_loaded():
         assert est.solver_ == "dp_gd"
         scores.append(est.score(Xte, yte))
     assert np.mean(scores) > 0.3, scores
+
+
+def test_regressors_refuse_rather_than_release_a_wild_model_at_small_n_epsilon():
+    """diabetes as loaded (309 training rows): default DPRidge scored R^2 about -5,000 at epsilon = 0.1 (the
+    private bounds land far from the data). Where the bound selections cannot be reliable (each needs
+    45.5 / n within half of epsilon), a regressor now refuses; elsewhere R^2 >= -1 on every split."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    for epsilon in (0.1, 0.5, 1.0, 2.0, 5.0, 100.0):
+        k, n = 3, 309  # data_norm and the label range's two selections
+        refuses = 45.5 / n > 0.5 * epsilon / k
+        for seed in range(20):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed)
+            est = DPRidge(epsilon=epsilon, random_state=seed)
+            if refuses:
+                with pytest.raises(ValueError, match="too few to choose 3 bound.*Give public bounds"):
+                    est.fit(Xtr, ytr)
+                assert not hasattr(est, "coef_")
+            else:
+                assert est.fit(Xtr, ytr).score(Xte, yte) >= -1.0, (epsilon, seed)
+
+
+@pytest.mark.parametrize("make, k, n", [
+    (lambda e: DPRidge(epsilon=e), 3, 200),
+    (lambda e: DPLasso(epsilon=e), 2, 150),  # the label range's two selections only
+    (lambda e: DPSparseLinearRegression(epsilon=e, n_nonzero_coefs=2), 3, 200),
+], ids=["ridge", "lasso", "sparse"])
+def test_the_refusal_comes_before_the_ledger_and_the_data_and_public_bounds_avoid_it(make, k, n):
+    from skdp import PrivacyLedger
+
+    epsilon = 1.0
+    assert 45.5 / n > 0.5 * epsilon / k  # the regime
+    X = np.full((n, 3), np.nan)  # never read: a NaN would raise another error
+    ledger = PrivacyLedger(math.inf, 1e-5)
+    with pytest.raises(ValueError, match=f"{n} rows at epsilon=1 are too few to choose {k} bound"):
+        make(epsilon).fit(X, np.zeros(n), privacy_ledger=ledger)
+    assert ledger.n_fits == 0
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (n, 3))
+    public = make(epsilon).set_params(label_bound=(-3.0, 3.0), random_state=0)
+    if "data_norm" in public.get_params():
+        public.set_params(data_norm=2.0)
+    assert np.isfinite(public.fit(X, X[:, 0]).privacy_spent_.epsilon)

@@ -301,7 +301,7 @@ def test_bad_input_and_unproven_modes():
         est = DPSparseLogisticRegression(classes=None, random_state=0).fit(X, y)
     assert est.privacy_spent_.epsilon == math.inf
     X0 = X.copy()
-    DPSparseLinearRegression(feature_bound=0.2, random_state=0).fit(X, y.astype(float))
+    DPSparseLinearRegression(feature_bound=0.2, label_bound=4.0, random_state=0).fit(X, y.astype(float))
     assert np.array_equal(X, X0)  # caller's array untouched
 
 

@@ -2,11 +2,13 @@
 
 import math
 import warnings
+from numbers import Integral
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _num_samples
 
 from .._random import fit_randomness
 from .._release import (_caller_stacklevel, class_selection_events, plan_after, solve_and_release,
@@ -19,7 +21,8 @@ from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
-__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection"]
+__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection",
+           "refuse_unreliable_selection"]
 
 #: candidates of the largest public grid a bound selection uses, and the failure probability
 #: the selection budget is sized for (see ``selection_epsilon``)
@@ -45,6 +48,33 @@ def warn_unreliable_selection(epsilon, k, n_samples):
             f"(45.5 / n) but gets {0.5 * epsilon / k:.3g}, so a bound may land far from the data and "
             "the model be useless. Give public bounds (data_norm, label_bound) or a larger epsilon.",
             UserWarning, stacklevel=_caller_stacklevel())
+
+
+def refuse_unreliable_selection(estimator, k, X):
+    """``ValueError`` (a regressor's refusal) where :func:`warn_unreliable_selection` would warn.
+
+    A regressor whose label range or row bound lands far from the data
+    releases a model whose predictions can be off by orders of magnitude;
+    a clear refusal beats that. Public quantities only (``epsilon``, the number
+    ``k`` of private bound selections and ``n``, the number of rows of ``X``
+    or ``X`` itself if it is an integer: only its shape is read), so it runs before the ledger is charged or any
+    row is read.
+    """
+    if isinstance(X, Integral):  # the public n of a distributed design
+        n_samples = int(X)
+    else:
+        try:
+            n_samples = _num_samples(X)
+        except TypeError:  # not array-like: the fit's validate_data raises the proper error
+            return
+    epsilon = estimator.epsilon
+    if k and _selection_needed(n_samples) > 0.5 * epsilon / k:
+        raise ValueError(
+            f"{type(estimator).__name__}: {n_samples} rows at epsilon={epsilon:g} are too few to choose {k} "
+            f"bound(s) privately (each selection needs epsilon >= {_selection_needed(n_samples):.3g}, i.e. "
+            f"45.5 / n, but can get at most {0.5 * epsilon / k:.3g}); a bound chosen that way may land far "
+            "from the data, and a regressor's predictions with it. Give public bounds (data_norm, label_bound: "
+            "domain knowledge, not the data) or a larger epsilon. Nothing was fitted and no budget spent.")
 
 
 def _selection_needed(n_samples):

@@ -18,7 +18,7 @@ from ..solvers import Problem, SolverChoice, get_solver
 from .._random import fit_randomness
 from .._release import LinearRegressorMixin, charge, solve_and_release
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
-from ._base import selection_epsilon, solver_budget
+from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
 
 __all__ = ["DPLasso"]
 
@@ -113,8 +113,11 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         +- 3 private median absolute deviations, two selections paid from
         ``bound_budget_fraction`` (each at least ``45.5 / n`` at small ``n``,
         together at most half of ``epsilon``); the solver is then calibrated so
-        that everything costs ``epsilon``. ``None`` reads the range from the
-        data and voids the guarantee.
+        that everything costs ``epsilon``. Where even half of ``epsilon``
+        cannot pay ``45.5 / n`` per selection, ``fit`` refuses with a
+        ``ValueError`` before the data is read (a range chosen there may land
+        far from the data). ``None`` reads the range from the data and voids
+        the guarantee.
     bound_budget_fraction : float, default=0.2
         With ``label_bound="auto"``, the share of ``epsilon`` spent choosing it.
     max_iter : int or None, default=None
@@ -321,6 +324,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         self : object
         """
         solver = self._check_params()
+        refuse_unreliable_selection(self, 2 if _is_auto(self.label_bound) else 0, X)
         charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)

@@ -17,9 +17,9 @@ from .. import diagnostics
 from .. import _dask
 from .._dask import is_dask_collection
 from .._random import fit_randomness
-from .._release import LinearRegressorMixin, charge
+from .._release import LinearRegressorMixin, charge, warn_heavy_clipping
 from .._weights import row_weights
-from ._base import DPLinearModel
+from ._base import DPLinearModel, refuse_unreliable_selection
 
 __all__ = ["DPRidge"]
 
@@ -137,12 +137,14 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         ``"auto"`` chooses it privately (per target)
         with two exponential-mechanism selections paid from
         ``bound_budget_fraction`` (median label, then median absolute
-        deviation; range = median +- 2.5 MAD: on diabetes at epsilon = 1,
-        R^2 0.301 against 0.287 with 3 MAD, and 0.473 against 0.472 at
-        epsilon = 100, 20 seeds). At very small ``epsilon * n``
-        (diabetes, ``n = 309``, at epsilon = 0.5) a selection over the wide
-        public grid can still pick an absurd range; prefer a range known a
-        priori there. ``None`` reads it from the data and voids the guarantee.
+        deviation; range = median +- 2.5 MAD). Where ``n`` is too small for
+        the private bounds to be chosen reliably (each selection needs
+        epsilon ``45.5 / n``, and all of them together at most half of
+        ``epsilon``: e.g. fewer than ``273 / epsilon`` rows with the row bound
+        and one label range chosen privately), ``fit`` refuses with a
+        ``ValueError`` before the data is read: a range chosen there may land
+        far from the data, and the predictions with it; give a range known a
+        priori. ``None`` reads it from the data and voids the guarantee.
     coef_norm : float or None, default=None
         Radius ``M`` of the coefficient ball. ``None``: ``B/sqrt(alpha)``
         where ``B`` is the (centred) label bound. With several targets each
@@ -537,6 +539,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             self._check_label_bound()
             self._check_multi_output(solver)
             self._check_ball(solver)
+            refuse_unreliable_selection(self, self._n_auto_selections(), X)
             charge(self, X, privacy_ledger, y=y, n_targets=n_targets)
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                                  y_numeric=True, multi_output=n_targets is not None)
@@ -572,9 +575,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             sample_weight=row_weights(self, sample_weight, X),
         )
         return self._set_fitted(coef, centre, bound, M, sum(c[3] for c in columns),
-                                solver=solver, n_features=X.shape[1])
+                                solver=solver, n_features=X.shape[1], n_samples=X.shape[0])
 
-    def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None):
+    def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None,
+                    n_samples=None):
         """Fitted attributes from the solver's coefficients in units of the label ``bound`` (in memory and Dask).
 
         ``centre``, ``bound`` (and ``coef_norm`` unless ``None``): one value per target, or a number for one.
@@ -603,6 +607,8 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             self.label_bound_ = np.column_stack([centre - bound, centre + bound])
             self.coef_norm_ = M
         diagnostics.record(self, n_labels_clipped=int(n_labels_clipped))
+        if n_samples is not None:
+            warn_heavy_clipping(self, n_samples, n_labels_clipped=int(n_labels_clipped), n_labels=n_samples * k)
         return self
         return self
 

@@ -17,7 +17,7 @@ from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
                         sample_weights, weight_bound)
-from ._base import selection_epsilon, solver_budget
+from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
 from .._random import fit_randomness
 from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
                         class_selection_events, fit_classes, one_vs_rest, ovr_targets, refused_after_selection,
@@ -380,7 +380,9 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         exponential-mechanism selections over public grids,
         :func:`skdp.bounds.private_label_range`), paid from
         ``bound_budget_fraction`` with the clip norm's selection and composed
-        into ``privacy_spent_``. Centring matters to the sparse solvers: from
+        into ``privacy_spent_`` (refused with a ``ValueError`` before the data
+        is read where ``n`` is too small for these selections to be reliable,
+        as :class:`DPRidge` does). Centring matters to the sparse solvers: from
         ``w = 0`` with uncentred labels the first support is chosen by
         ``mean(y) mean(x_j)`` as much as by the covariance of ``x_j`` with ``y``,
         and noisy IHT keeps such a support once the noise no longer moves
@@ -511,7 +513,9 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         -------
         self : object
         """
-        self._check_params()
+        solver = self._check_params()
+        # the rule of the raised selection epsilon (label_bound="auto"): refuse where it cannot be met
+        refuse_unreliable_selection(self, self._n_auto_selections(solver) if self._auto_label() else 0, X)
         charge(self, X, privacy_ledger, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
