@@ -56,7 +56,8 @@ from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_th
 from .solvers._base import Solver, SolverPlan, SolverResult, run_closing
 
 __all__ = ["charge", "check_targets", "refuse_unknown_labels", "check_charged", "refused_after_selection",
-           "release", "n_iter_attribute", "solve_and_release", "warn_derived", "check_class_set", "fit_classes",
+           "release", "n_iter_attribute", "solve_and_release", "warn_derived", "warn_heavy_clipping",
+           "check_class_set", "fit_classes",
            "classes_from_counts", "class_indices", "zero_inactive_rows", "zero_rows", "class_selection_budget",
            "class_selection_events", "basic_split", "plan_after", "ClassSelection", "CLASS_SELECTION_SHARE",
            "linear_scores", "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets", "OVR_RTOL",
@@ -299,9 +300,46 @@ def solve_and_release(estimator, solver, problem, budget, rng, *, pre_events=(),
     except UncertifiedSolutionError as exc:
         diagnostics.record(estimator, **exc.__dict__.pop("_diagnostics", {}))
         raise
+    warn_heavy_clipping(estimator, problem.n, n_rows_clipped=n_clipped,
+                        n_labels_clipped=diagnostic_values.get("n_labels_clipped"))
     release(estimator, list(pre_events) + list(result.events), derived=derived, noise_scale=result.noise_scale,
             result=result, solver=solver, n_clipped=n_clipped, **diagnostic_values)
     return result
+
+
+def _given_bound(estimator, names):
+    """``(name, value)`` of the first of ``names`` that ``estimator`` has with a user-given value, else ``None``."""
+    params = estimator.get_params(deep=False)
+    for name in names:
+        value = params.get(name)
+        if value is not None and not (isinstance(value, str) and value == "auto") and name in params:
+            return name, value
+    return None
+
+
+def warn_heavy_clipping(estimator, n_samples, n_rows_clipped=None, n_labels_clipped=None, n_labels=None):
+    """Warn the data holder, at fit time, when a **given** bound clips more than half of the rows or labels.
+
+    A bound the user gave (``data_norm`` / ``feature_bound``, ``label_bound``)
+    that clips most of the data usually means a unit mistake, and the model
+    fits the bound rather than the data. The warning says only that (one
+    bit), never how many (the count, an exact statistic of the rows, is in
+    :func:`~skdp.fit_diagnostics`); nothing is stored on the model. Bounds
+    chosen privately (``"auto"``) are not warned about. ``n_labels``: the
+    number of labels (``n_samples`` times the number of targets).
+    """
+    checks = ((n_rows_clipped, n_samples, ("data_norm", "feature_bound"), "rows", "scaled down to that norm"),
+              (n_labels_clipped, n_labels or n_samples, ("label_bound",), "labels", "clipped to that range"))
+    for count, total, names, what, how in checks:
+        given = _given_bound(estimator, names)
+        if count is None or given is None or not count > 0.5 * total:
+            continue
+        name, value = given
+        warnings.warn(
+            f"{type(estimator).__name__}: the given {name}={value!r} clips more than half of the {what} ({how}), "
+            f"so the model fits the bound more than the data. Check its units, or let skdp choose it privately "
+            f"({name}='auto', paid from the budget). The count is in skdp.fit_diagnostics(estimator) (an exact "
+            "statistic of the rows: keep it with the data).", UserWarning, stacklevel=_caller_stacklevel())
 
 
 def warn_derived(name, value):
