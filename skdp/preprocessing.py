@@ -34,11 +34,12 @@ from .privacy import (
     pure_noise_scale,
     weight_coordinate_scale,
 )
+from ._encoders import DPOneHotEncoder
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.discrete import secure_selection_plan
 from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
 
-__all__ = ["DPMinMaxScaler", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
+__all__ = ["DPMinMaxScaler", "DPOneHotEncoder", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
 
 
 def _is_auto(bounds):
