@@ -209,6 +209,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
+        Privacy-loss target of the fit, > 0 and finite (``inf`` is refused:
+        a scaler without privacy is scikit-learn's ``StandardScaler``).
     delta : float, default=1e-5
     bounds : "auto", (lower, upper) or None, default="auto"
         Per-feature bounds. ``"auto"``: chosen privately, as each feature's
@@ -645,6 +647,8 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
+        Privacy-loss target of the fit, > 0 and finite (``inf`` is refused:
+        a scaler without privacy is scikit-learn's ``MinMaxScaler``).
     delta : float, default=1e-5
         ``0`` gives pure epsilon-DP (basic composition of the selections).
     bounds : "auto", (lower, upper) or None, default="auto"

@@ -488,3 +488,27 @@ def test_a_two_dimensional_classes_is_refused(cls):
     X = np.random.RandomState(0).randn(100, 3)
     with pytest.raises(ValueError, match="classes must be a 1-D"):
         make(classes=[[0, 1]]).fit(X, (X[:, 0] > 0).astype(int))
+
+
+def _epsilon_doc(cls):
+    """The ``epsilon`` entry of a class's numpydoc Parameters (up to the next parameter line)."""
+    import re
+
+    doc = cls.__doc__
+    match = re.search(r"\n    (epsilon(?:, delta)? : [^\n]*\n(?:        [^\n]*\n)*)", doc)
+    return match.group(1) if match else ""
+
+
+def test_every_estimator_says_that_infinite_epsilon_is_refused_and_refuses_it():
+    import skdp
+    from skdp.distributed import MultiPartyDPLogisticRegression
+
+    classes = [getattr(skdp, name) for name in skdp.__all__ if isinstance(getattr(skdp, name), type)]
+    classes = [c for c in classes + [MultiPartyDPLogisticRegression]
+               if hasattr(c, "get_params") and "epsilon" in c().get_params()]
+    assert len(classes) >= 9
+    X, y = np.random.RandomState(0).randn(40, 2), np.arange(40) % 2
+    for cls in classes:
+        assert "``inf`` is refused" in _epsilon_doc(cls), cls.__name__
+        with pytest.raises(ValueError, match="'epsilon' parameter"):
+            cls(epsilon=float("inf")).fit(X, y)

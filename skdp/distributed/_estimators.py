@@ -194,6 +194,9 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     Parameters
     ----------
     epsilon, delta : float
+        Privacy-loss target (> 0 and finite; ``inf`` is refused: a fit
+        without privacy is scikit-learn's own estimator) and failure
+        probability.
     solver : {"mpc_grad_pert", "mpc_output_pert"}, default="mpc_grad_pert"
         The protocol (as ``solver=`` of every skdp estimator).
     mechanism : str, default="deprecated"

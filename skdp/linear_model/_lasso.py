@@ -69,6 +69,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
+        Privacy-loss target, > 0 and finite (``inf`` is refused: a fit without privacy is scikit-learn's own estimator).
     delta : float, default=1e-5
         Must be > 0 (every L1 solver here is (epsilon, delta)-DP).
     coef_norm : float or "auto", default="auto"

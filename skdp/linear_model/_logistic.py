@@ -48,7 +48,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy-loss target, > 0.
+        Privacy-loss target, > 0 and finite (``inf`` is refused: a fit without privacy is scikit-learn's own estimator).
     delta : float, default=1e-5
         Failure probability in [0, 1). The default suits datasets of up to
         about 10^4-10^5 rows (keep ``delta`` well below ``1/n``). ``delta=0``

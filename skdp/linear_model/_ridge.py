@@ -66,7 +66,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy-loss target, > 0.
+        Privacy-loss target, > 0 and finite (``inf`` is refused: a fit without privacy is scikit-learn's own estimator).
     delta : float, default=1e-5
         Failure probability in [0, 1); ``delta=0`` needs ``solver="output_pert"``.
     solver : {"auto", "adassp", "dp_accmd", "dp_gd", "dp_lssgd", "dp_srm", "dp_svrg", "dp_svrg_pp", \

@@ -252,7 +252,7 @@ class _DPSparseBase(BaseEstimator):
 
 _SHARED_PARAMS_DOC = """
     epsilon : float, default=1.0
-        Privacy-loss target, > 0.
+        Privacy-loss target, > 0 and finite (``inf`` is refused: a fit without privacy is scikit-learn's own estimator).
     delta : float, default=1e-5
         Failure probability in [0, 1). Only ``dp_fw_l1`` has a ``delta=0`` variant.
     n_nonzero_coefs : int or None, default=None

@@ -48,6 +48,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     Parameters
     ----------
     epsilon : float, default=1.0
+        Privacy-loss target, > 0 and finite (``inf`` is refused: a fit without privacy is scikit-learn's own estimator).
     delta : float, default=1e-5
         Must be > 0.
     solver : {"auto", "noisy_sgd", "nsgd_moreau"}, default="auto"
