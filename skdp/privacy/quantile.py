@@ -137,12 +137,16 @@ def private_quantile_from_counts(counts, n, q, epsilon, rng, grid=DEFAULT_NORM_G
     mechanism on the rounded scores), ``BoundedRangeEvent(epsilon)``.
     """
     _check_quantile_args(q, epsilon)
-    idx = select(rng, point_scores(counts, n, q), *secure_selection_plan(1.0, epsilon, secure))
+    idx = select(rng, point_scores(counts, n, q, epsilon), *secure_selection_plan(1.0, epsilon, secure))
     return float(np.asarray(grid, dtype=float)[idx]), BoundedRangeEvent(float(epsilon))
 
 
-def point_scores(counts, n, level):
-    """Scores of the grid points for the ``level``-quantile: ``max(-|R(c_k) - t|, w_k - min(t, n - t) / 2)``.
+#: failure probability the window term of :func:`point_scores` is sized for
+WINDOW_FAILURE = 0.05
+
+
+def point_scores(counts, n, level, epsilon):
+    """Scores of the grid points for the ``level``-quantile: ``max(-|R(c_k) - t|, w_k - c)``.
 
     ``counts`` are ``R(c) = #{v_i <= c}`` at the sorted public grid points
     ``c_0 < ... < c_(m-1)`` (:func:`grid_counts`), ``t = level n``, and
@@ -152,24 +156,36 @@ def point_scores(counts, n, level):
 
     The first term is the exponential-mechanism quantile score at the
     candidates (Smith 2011). Alone it fails when the data lie between two grid
-    points: every point then scores about ``-min(t, n - t)``, like the points
-    far from the data, and the pick is near uniform over the grid. The second
-    term lifts the points next to the quantile to ``-min(t, n - t) / 2`` at
-    worst, half-way above the far points (which score ``-min(t, n - t)`` under
-    both terms), while it leaves the first term in charge wherever the data
-    spread over several grid steps (there the points nearest the quantile
-    score above ``-min(t, n - t) / 2`` anyway). See :doc:`/user_guide/bounds`.
+    points: every point then scores about ``-h``, ``h = min(t, n - t)``, like
+    the points far from the data, and the pick is near uniform over the grid.
+    The second term lifts the points next to the quantile to ``-c`` at worst,
+    ``h - c`` above the far points (which score ``-h`` under both terms), with
+    ``c = max(h / 2, 2 beta ln(m / failure))``, ``beta = 2 / epsilon``
+    the selection's Gumbel scale and ``m`` the number of points. Once
+    ``h >= 4 beta ln(m / failure)`` the lift is half-way, a lead of ``h / 2``
+    over the far points (all ``m`` of them together then weigh at most
+    ``failure^2 / m`` of a point scoring ``-h / 2``); below, it is smaller or
+    nothing (``c >= h``: the first term alone), where the noise would swamp
+    the lead anyway. A lifted
+    point weighs at most ``(failure / m)^2`` of one scoring 0, so where the
+    data spread over several grid steps (the point nearest the quantile scores
+    near 0) the first term decides, as before. See :doc:`/user_guide/bounds`.
 
     Replace-one with public ``n``: each count moves by at most 1, so each term,
-    and their maximum, moves by at most 1 (``t`` is public): sensitivity 1.
+    and their maximum, moves by at most 1 (``t`` and ``c`` are public):
+    sensitivity 1.
     """
     R = np.asarray(counts, dtype=float)
     n = int(n)
     t = float(level) * n
+    h = min(t, n - t)
+    c = max(0.5 * h, 4.0 / float(epsilon) * math.log(R.size / WINDOW_FAILURE))
+    if c >= h:  # no lead to give: the score at the candidates alone
+        return -np.abs(R - t)
     below = np.concatenate([[0.0], R[:-1]])
     above = np.concatenate([R[1:], [float(n)]])
     window = -np.maximum(0.0, np.maximum(below - t, t - above))
-    return np.maximum(-np.abs(R - t), window - 0.5 * min(t, n - t))
+    return np.maximum(-np.abs(R - t), window - c)
 
 
 def _counts_at_most(values, grid):
