@@ -277,3 +277,80 @@ def test_plain_search_and_cross_validate_are_reported_as_leaking():
         assert pipeline_privacy_spent(cv).epsilon == np.inf
     dp = DPGridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, delta=DELTA).fit(X, y)
     assert pipeline_privacy_spent(dp) == dp.privacy_spent_
+
+
+# --- DPGridSearchCV's cv, scoring and refit -------------------------------------------------------------
+
+def _recording(monkeypatch):
+    """Record every fit the search runs (rows and the fitted estimator) and the selection's scores and scale."""
+    from skdp.model_selection import _search
+
+    fits, selections = [], []
+    fit_one, noisy_max = _search._fit_one, _search.report_noisy_max
+
+    def fit_spy(est, X, y, **kw):
+        fits.append((len(y), fit_one(est, X, y, **kw)))
+        return fits[-1][1]
+
+    def max_spy(rng, scores, scale):
+        selections.append((list(scores), scale))
+        return noisy_max(rng, scores, scale)
+
+    monkeypatch.setattr(_search, "_fit_one", fit_spy)
+    monkeypatch.setattr(_search, "report_noisy_max", max_spy)
+    return fits, selections
+
+
+def test_kfold_search_scores_every_row_once_and_prices_every_fit(monkeypatch):
+    from skdp.model_selection._search import _events_of
+    from skdp.privacy import BoundedRangeEvent
+
+    X, y = _frame()
+    fits, selections = _recording(monkeypatch)
+    search = DPGridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, epsilon=2.0,
+                            delta=DELTA, cv=3, refit=True, random_state=0).fit(X, y)
+    # 2 candidates x 3 folds on the training parts, then the refit of the chosen one on all N rows
+    assert [m for m, _ in fits] == [N - 100] * 6 + [N]
+    assert search.best_estimator_ is fits[-1][1] and search.n_splits_ == 3
+    (scores, scale), = selections
+    # each score is the accuracy over all N rows, each row scored once: replace-one sensitivity 1/N,
+    # so the Gumbel scale of the selection's share (0.2 of epsilon) is 2 (1/N) / (0.2 * 2)
+    assert scale == pytest.approx(2 * (1 / N) / (0.2 * 2.0), rel=1e-12)
+    assert all(abs(sc * N - round(sc * N)) < 1e-9 and 0 <= sc <= 1 for sc in scores)
+    # sequential composition of every fit, the refit and the selection, recomputed from what ran
+    ran = [ev for _, est in fits for ev in _events_of(est)]
+    expected = price(ran + [BoundedRangeEvent(0.4)], DELTA).budget
+    assert search.privacy_spent_.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert search.privacy_spent_.epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_holdout_refit_is_priced_and_sees_all_rows(monkeypatch):
+    X, y = _frame()
+    fits, selections = _recording(monkeypatch)
+    search = DPGridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, epsilon=2.0,
+                            delta=DELTA, refit=True, random_state=0).fit(X, y)
+    assert [m for m, _ in fits] == [N - 60] * 2 + [N]
+    (_, scale), = selections
+    assert scale == pytest.approx(2 * (1 / 60) / (0.2 * 2.0), rel=1e-12)
+    assert search.privacy_spent_.epsilon <= 2.0 * (1 + 1e-9)
+    no_refit = DPGridSearchCV(_composite(), {"dplogisticregression__alpha": [0.01, 1.0]}, epsilon=2.0,
+                              delta=DELTA, random_state=0).fit(X, y)
+    # without the refit, the selection reads only the held-out part and keeps the whole epsilon
+    assert selections[-1][1] == pytest.approx(2 * (1 / 60) / 2.0, rel=1e-12)
+    assert no_refit.candidate_budget_.epsilon > search.candidate_budget_.epsilon
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"scoring": "f1"}, "scoring must be None or 'accuracy'"),
+    ({"scoring": len}, "scoring must be None or 'accuracy'"),
+    ({"cv": 1}, "cv must be None"),
+    ({"cv": 3.0}, "cv must be None"),
+    ({"cv": "stratified"}, "cv must be None"),
+])
+def test_search_refuses_cv_and_scoring_it_cannot_price_before_reading_data(params, match):
+    from sklearn.model_selection import StratifiedKFold
+
+    search = DPGridSearchCV(DPLogisticRegression(classes=[0, 1], data_norm=3.0), {"alpha": [0.1, 1.0]},
+                            **{k: (StratifiedKFold(3) if v == "stratified" else v) for k, v in params.items()})
+    with pytest.raises(ValueError, match=match):
+        search.fit(object(), None)  # the data is never looked at

@@ -31,6 +31,8 @@ from ..privacy.accounting import gdp_epsilon, gdp_mu
 __all__ = ["DPGridSearchCV", "search_privacy_cost", "planned_events_of"]
 
 _BUDGET_PARAMS = ("epsilon", "delta", "random_state")
+# the selection's share of epsilon when it composes sequentially with the fits (k folds, or a refit)
+_SELECTION_SHARE = 0.2
 
 
 def planned_events_of(estimator, n_samples, n_features=None, n_targets=None, feature_names=None):
@@ -223,9 +225,22 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     validation part, where only the selection reads it (``epsilon``-DP). So
     the search is ``(max(epsilon_train, epsilon), delta)``-DP (parallel
     composition over a data-independent partition): ``(epsilon, delta)`` as
-    planned. The returned model is the selected candidate as fitted on the
-    training part; there is no refit on all rows (it would spend more budget).
-    Raw validation scores are never exposed.
+    planned. By default (``refit=False``) the returned model is the selected
+    candidate as fitted on the training part; there is no refit on all rows
+    (it would spend more budget). Raw validation scores are never exposed.
+
+    With ``cv=k`` the rows are split, at data-independent random positions,
+    into ``k`` folds; every candidate is fitted on each fold's complement, and
+    its score sums, over the folds, the fold's rows scored by the fit that did
+    not train on them: each of the ``n`` rows is scored once, so the score
+    (accuracy over all ``n`` rows) has replace-one sensitivity ``1/n`` given
+    the fits. A row is now both trained on and scored, so the ``k x
+    n_candidates`` fits, the selection (a fixed 20% of ``epsilon``, at
+    sensitivity ``1/n``) and, with ``refit=True``, the refit of the chosen
+    candidate on all ``n`` rows (planned as the most expensive candidate's)
+    compose sequentially, priced together by the accountant at
+    ``(epsilon, delta)``. ``refit=True`` with ``cv=None`` is priced the same
+    way (sequentially, which bounds the parallel composition above).
 
     Parameters
     ----------
@@ -270,20 +285,50 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         Root of the split, the candidates' noise and the selection. ``None``
         takes 128 bits of fresh OS entropy per fit (never numpy's global
         generator). A given seed makes the search reproducible; the guarantee
-        then assumes the seed is secret and used for this one search.
+        then assumes the seed is secret and used for this one search. A DP
+        step inside a :class:`~sklearn.compose.ColumnTransformer` (which fits
+        clones of its transformers, so the search's seeds cannot reach it)
+        must have ``random_state=None`` (``ValueError`` naming it otherwise)
+        and draws fresh OS entropy.
+    cv : None or int, default=None
+        ``None``: one private train/validation split (``validation_fraction``).
+        An int ``k >= 2``: ``k`` folds at random positions that do not depend
+        on the data (see above). Splitter objects and iterables of splits are
+        refused (``ValueError``): a stratified or grouped splitter places rows
+        by their labels or groups, i.e. by the private data.
+    scoring : None, "accuracy" or "neg_mean_squared_error", default=None
+        The score of the private selection: accuracy for a classifier; for a
+        regressor minus the mean squared error with predictions and labels
+        clipped to the public ``label_bound`` (unlike scikit-learn's, which is
+        unbounded). Any other scorer is refused (``ValueError``): the
+        selection needs a score whose replace-one sensitivity is known.
+    refit : bool, default=False
+        ``True`` refits the chosen candidate on all rows (its events are in
+        ``privacy_spent_``, composed sequentially). The default differs from
+        scikit-learn's because the refit costs budget; without it
+        ``best_estimator_`` is the chosen candidate as fitted on its training
+        part (with ``cv=k``, on the first fold's complement).
 
     Attributes
     ----------
     best_estimator_ : estimator
-        The selected candidate, fitted on the training part (itself DP).
+        The selected candidate, fitted on the training part (itself DP), or on
+        all rows with ``refit=True``.
     best_params_ : dict
     best_index_ : int
     candidate_budget_ : PrivacyBudget
-        The (epsilon, delta) each candidate was fitted with.
+        The (epsilon, delta) each candidate fit (and the refit) was given.
     privacy_spent_ : PrivacyBudget
-        Total for the search (replace-one), priced from the events the
-        candidates ran: ``max`` of the accountant's price of all candidate
-        fits at ``delta`` and the selection's ``epsilon``.
+        Total for the whole search, every fit and the selection (replace-one,
+        ``n`` public), priced from the events the fits ran: with ``cv=None``
+        and ``refit=False``, ``max`` of the accountant's price of all
+        candidate fits at ``delta`` and the selection's ``epsilon``;
+        otherwise the accountant's price of all of them together.
+    n_splits_ : int
+        Number of splits (1 with ``cv=None``).
+    n_train_, n_validation_ : int
+        Rows of a training part (the largest, with ``cv=k``), and rows scored
+        by the selection (all ``n`` with ``cv=k``).
     noise_source_ : str
         ``"os-entropy"`` or ``"seed:<digest>"`` of ``random_state`` (see
         :func:`skdp.pipeline_privacy_spent`); a ledger refuses a second search
@@ -304,6 +349,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     ...                         {"alpha": [0.01, 1.0]}, epsilon=2.0, random_state=0).fit(X, y)
     >>> search.privacy_spent_.epsilon <= 2.0
     True
+    >>> kfold = DPGridSearchCV(DPLogisticRegression(data_norm=3.0, classes=[0, 1]), {"alpha": [0.01, 1.0]},
+    ...                        epsilon=2.0, cv=3, refit=True, random_state=0).fit(X, y)
+    >>> kfold.privacy_spent_.epsilon <= 2.0 + 1e-9
+    True
     """
 
     _parameter_constraints: dict = {
@@ -314,10 +363,13 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "cv": "no_validation",  # checked by _check_search_params, with a message naming what is allowed
+        "scoring": "no_validation",
+        "refit": ["boolean"],
     }
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-5, validation_fraction=0.2,
-                 n_jobs=None, random_state=None):
+                 n_jobs=None, random_state=None, cv=None, scoring=None, refit=False):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -325,6 +377,26 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.cv = cv
+        self.scoring = scoring
+        self.refit = refit
+
+    def _check_search_params(self):
+        """``cv``, ``scoring`` and ``refit`` as the private search allows them (before any data is read)."""
+        cv = self.cv
+        if cv is not None and (isinstance(cv, bool) or not isinstance(cv, Integral) or cv < 2):
+            raise ValueError(
+                f"cv must be None (one private train/validation split) or an int >= 2 (k folds at "
+                f"data-independent random positions), got {type(cv).__name__}. A splitter object or an "
+                "iterable of splits is refused: a stratified or grouped splitter places rows by their labels "
+                "or groups, so the folds would depend on the private data.")
+        allowed = "accuracy" if is_classifier(self.estimator) else "neg_mean_squared_error"
+        if self.scoring is not None and not (isinstance(self.scoring, str) and self.scoring == allowed):
+            what = repr(self.scoring) if isinstance(self.scoring, str) else type(self.scoring).__name__
+            raise ValueError(
+                f"scoring must be None or {allowed!r} for this estimator, got {what}: the private selection "
+                "needs a score whose change under the replacement of one row is known (accuracy: 1/n; the mean "
+                "squared error with predictions and labels clipped to the public label_bound: width^2/n).")
 
     def _candidates(self):
         cands = list(ParameterGrid(self.param_grid))
@@ -336,25 +408,45 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 )
         return cands
 
-    def _allocate(self, cands, n_train, n_features=None, feature_names=None):
-        """Largest per-candidate epsilon whose composition the accountant prices <= epsilon."""
-        k = len(cands)
-        d_c = self.delta / k
+    def _sequential(self):
+        """Whether a row can be both trained on and scored (k folds, or a refit on all rows)."""
+        return self.cv is not None or bool(self.refit)
+
+    def _selection_epsilon(self):
+        """The selection's epsilon: all of it on a held-out part, else a fixed public share."""
+        return _SELECTION_SHARE * self.epsilon if self._sequential() else self.epsilon
+
+    def _allocate(self, cands, train_sizes, n_refit=None, n_features=None, feature_names=None):
+        """Largest per-fit epsilon whose composition the accountant prices <= epsilon.
+
+        ``train_sizes``: the rows each candidate is fitted on, once per split;
+        ``n_refit``: the rows of the refit (``None``: no refit). With one
+        held-out split and no refit, the candidate fits are priced together
+        (the selection reads only the validation part). Otherwise every fit,
+        the selection and the refit (of the most expensive candidate: the
+        choice is not known in advance) are priced together.
+        """
+        n_fits = len(cands) * len(train_sizes) + int(n_refit is not None)
+        d_c = self.delta / n_fits
+        selection = [BoundedRangeEvent(self._selection_epsilon())] if self._sequential() else []
+
+        def plan(params, eps_c, rows):
+            est = _set_budget(_candidate(self.estimator, params), eps_c, d_c, None)
+            ev = planned_events_of(est, rows, n_features, feature_names=feature_names)
+            if ev is None:
+                raise ValueError(
+                    "Every candidate needs public bounds (data_norm, classes / label_bound) "
+                    "for the search to have a guarantee."
+                )
+            return ev
 
         def total(eps_c):
-            events = []
-            for params in cands:
-                est = _set_budget(_candidate(self.estimator, params), eps_c, d_c, None)
-                ev = planned_events_of(est, n_train, n_features, feature_names=feature_names)
-                if ev is None:
-                    raise ValueError(
-                        "Every candidate needs public bounds (data_norm, classes / label_bound) "
-                        "for the search to have a guarantee."
-                    )
-                events.extend(ev)
-            return price(events, self.delta).budget.epsilon
+            events = [ev for params in cands for m in train_sizes for ev in plan(params, eps_c, m)]
+            refits = [plan(params, eps_c, n_refit) for params in cands] if n_refit is not None else [[]]
+            return max(price(events + selection + r, self.delta).budget.epsilon for r in refits)
 
-        # Start from the exact answer for Gaussian candidates: mu_c = mu*/sqrt(k).
+        # Start from the exact answer for Gaussian fits: mu_c = mu*/sqrt(k).
+        k = n_fits
         guess = gdp_epsilon(gdp_mu(self.epsilon, self.delta) / math.sqrt(k), d_c) if self.delta > 0 else self.epsilon / k
         lo, hi = 0.0, min(max(guess, self.epsilon / k), self.epsilon)
         while total(hi) <= self.epsilon and hi < self.epsilon:
@@ -365,6 +457,9 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             lo = self.epsilon / k / 4
             while total(lo) > self.epsilon:
                 lo /= 2
+                if lo < self.epsilon / k * 1e-4:  # pragma: no cover - the fits' share always has room
+                    raise RuntimeError("DPGridSearchCV found no per-fit budget within epsilon (not even 1e-4 "
+                                       "of an equal share).")
         for _ in range(30):
             if hi / lo - 1 < 1e-3:
                 break
@@ -409,6 +504,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             fit_params = params
         cands = self._candidates()
+        self._check_search_params()
         self._check_estimator(cands)
         # shape checks only (the candidates validate the values): a clear error before any split
         check_consistent_length(check_array(X, accept_sparse=True, ensure_all_finite=False, dtype=None), y)
@@ -417,10 +513,16 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"DPGridSearchCV selects a regressor on one target: y must be 1-D, got shape "
                              f"{np.asarray(y).shape} (fit one search per target).")
         n = _num_samples(X)
-        n_val = max(1, int(round(self.validation_fraction * n)))
-        if n - n_val < 1:
-            raise ValueError("validation_fraction leaves no training rows.")
-        eps_c, d_c = self._allocate(cands, n - n_val, _num_features(X), _feature_names(X))
+        if self.cv is None:
+            val_sizes = [max(1, int(round(self.validation_fraction * n)))]
+            if n - val_sizes[0] < 1:
+                raise ValueError("validation_fraction leaves no training rows.")
+        else:
+            if self.cv > n:
+                raise ValueError(f"cv={self.cv} folds need at least {self.cv} rows, got {n}.")
+            val_sizes = [len(part) for part in np.array_split(np.arange(n), self.cv)]  # sizes depend on n only
+        eps_c, d_c = self._allocate(cands, [n - v for v in val_sizes], n if self.refit else None,
+                                    _num_features(X), _feature_names(X))
         self.__dict__.pop("_ledger_charge", None)  # a charge of an earlier fit never counts for this one
         ledger = privacy_ledger if privacy_ledger is not None else active_ledger()
         root, source = root_seed(self.random_state)
@@ -433,7 +535,7 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 self._ledger_charge = (charged, ledger, record_id)
         try:
             with suspend_active_ledger():
-                return self._fit(X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params)
+                return self._fit(X, y, cands, n, val_sizes, eps_c, d_c, root, source, fit_params)
         finally:
             self.__dict__.pop("_ledger_charge", None)  # no ledger handle stays on the estimator
 
@@ -478,36 +580,63 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                                  "(the selection clips predictions and labels to it); label_bound=None reads "
                                  "it from the data. Pass label_bound.")
 
-    def _fit(self, X, y, cands, n, n_val, eps_c, d_c, root, source, fit_params=None):
+    def _fit(self, X, y, cands, n, val_sizes, eps_c, d_c, root, source, fit_params=None):
         X, y = indexable(X, y)
+        fit_params = fit_params or {}
+        k = len(cands)
         # one root per search (fresh OS entropy for random_state=None): child 0 drives the split and the
-        # selection, child i + 1 every DP step of candidate i (independent noise, never a parameter)
-        seeds = root.spawn(len(cands) + 1)
+        # selection, child 1 + j k + i every DP step of candidate i on split j, the last one the refit
+        # (independent noise, never a parameter)
+        seeds = root.spawn(k * len(val_sizes) + 1 + int(bool(self.refit)))
         rng = generator(seeds[0])
         perm = rng.permutation(n)
-        val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        if self.cv is None:
+            folds = [np.sort(perm[:val_sizes[0]])]
+        else:
+            folds = [np.sort(part) for part in np.array_split(perm, len(val_sizes))]
 
-        Xt, yt = _take(X, train_idx), _take(y, train_idx)
-        train_params = {key: (_take(value, train_idx) if _num_rows(value) == n else value)
-                        for key, value in (fit_params or {}).items()}
-        Xv, yv = _take(X, val_idx), np.asarray(_take(y, val_idx))
-        ests = [_set_budget(_candidate(self.estimator, p), eps_c, d_c, (s, child_source(source, i + 1)))
-                for i, (p, s) in enumerate(zip(cands, seeds[1:]))]
-        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt, **train_params) for e in ests)
-        _refuse_shared_noise(fitted)
+        fitted, validation = [], []
+        for j, val_idx in enumerate(folds):
+            train_idx = np.setdiff1d(np.arange(n), val_idx)
+            Xt, yt = _take(X, train_idx), _take(y, train_idx)
+            train_params = {key: (_take(value, train_idx) if _num_rows(value) == n else value)
+                            for key, value in fit_params.items()}
+            ests = [_set_budget(_candidate(self.estimator, p), eps_c, d_c,
+                                (seeds[1 + j * k + i], child_source(source, 1 + j * k + i)))
+                    for i, p in enumerate(cands)]
+            fitted.append(Parallel(n_jobs=self.n_jobs)(delayed(_fit_one)(e, Xt, yt, **train_params)
+                                                       for e in ests))
+            validation.append((_take(X, val_idx), np.asarray(_take(y, val_idx))))
+        _refuse_shared_noise([e for split in fitted for e in split])
 
-        # Private selection on the validation part only.
-        label_range = None if is_classifier(self.estimator) else _label_range(fitted[0])
-        best = _private_selection(fitted, Xv, yv, self.epsilon, rng, label_range)
-        selection = [BoundedRangeEvent(self.epsilon)]
+        # Private selection: the validation parts' scores summed over the splits
+        label_range = None if is_classifier(self.estimator) else _label_range(fitted[0][0])
+        eps_sel = self._selection_epsilon()
+        if self.cv is None:
+            best = _private_selection(fitted[0], *validation[0], eps_sel, rng, label_range)
+        else:
+            best = _private_selection(fitted, [v[0] for v in validation], [v[1] for v in validation], eps_sel,
+                                      rng, label_range)
+        selection = [BoundedRangeEvent(eps_sel)]
+        chosen = fitted[0][best]
+        if self.refit:
+            chosen = _set_budget(_candidate(self.estimator, cands[best]), eps_c, d_c,
+                                 (seeds[-1], child_source(source, len(seeds) - 1)))
+            chosen = _fit_one(chosen, X, y, **fit_params)
+            _refuse_shared_noise([e for split in fitted for e in split] + [chosen])
 
-        # priced from the events the candidates ran (a one-vs-rest candidate with classes="auto" plans a
+        # priced from the events the fits ran (a one-vs-rest candidate with classes="auto" plans a
         # binary fit, and its releases can price slightly above that plan at the search's delta)
-        train_events = [ev for e in fitted for ev in _events_of(e)]
-        train_cost = price(train_events, self.delta).budget
-        sel_cost = price(selection, 0.0).budget
-        # Parallel composition over the data-independent partition (see the class docstring).
-        spent = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
+        train_events = [ev for split in fitted for e in split for ev in _events_of(e)]
+        if self._sequential():
+            # a row is trained on and scored (k folds), or refitted on: everything composes sequentially
+            refit_events = _events_of(chosen) if self.refit else []
+            spent = price(train_events + refit_events + selection, self.delta).budget
+        else:
+            train_cost = price(train_events, self.delta).budget
+            sel_cost = price(selection, 0.0).budget
+            # Parallel composition over the data-independent partition (see the class docstring).
+            spent = PrivacyBudget(max(train_cost.epsilon, sel_cost.epsilon), self.delta)
         # the ledger's record must cover what is released: amended if the budget allows, else nothing is
         check_charged(self, [ApproxDPEvent(spent.epsilon, spent.delta)])
         self.privacy_spent_ = spent
@@ -515,9 +644,10 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.noise_source_ = source
         self.best_index_ = best
         self.best_params_ = cands[best]
-        self.best_estimator_ = fitted[best]
+        self.best_estimator_ = chosen
         self.cv_results_ = {"params": cands}
-        self.n_train_, self.n_validation_ = len(train_idx), len(val_idx)
+        self.n_splits_ = len(folds)
+        self.n_train_, self.n_validation_ = n - min(val_sizes), sum(val_sizes)
         if hasattr(self.best_estimator_, "classes_"):
             self.classes_ = self.best_estimator_.classes_
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
@@ -577,22 +707,27 @@ def _private_selection(fitted, X_val, y_val, epsilon, rng, label_range=None):
     The score of a fitted candidate is its accuracy on the ``n_val =
     len(y_val)`` rows (``label_range=None``), or minus its mean squared error
     with predictions and labels clipped to the public ``label_range = (low,
-    high)``. Replacing one validation row moves each score by at most ``s =
-    1/n_val`` (``(high - low)^2/n_val``); the choice is Gumbel
-    report-noisy-max at the shared :func:`~skdp.privacy.gumbel_scale` of
-    ``s`` (priced as ``BoundedRangeEvent(epsilon)``). The scores are never
-    returned.
+    high)``. With k folds, ``fitted`` holds one list of candidates per split
+    and ``X_val``, ``y_val`` are lists of the splits' validation parts (they
+    partition the rows): each row is scored once, by the fits that did not
+    train on it, and ``n_val`` is the number of all scored rows. Given the
+    fits, replacing one row moves each score by at most ``s = 1/n_val``
+    (``(high - low)^2/n_val``); the choice is Gumbel report-noisy-max at the
+    shared :func:`~skdp.privacy.gumbel_scale` of ``s`` (priced as
+    ``BoundedRangeEvent(epsilon)``). The scores are never returned.
     """
-    n_val = len(y_val)
+    splits = list(zip(fitted, X_val, y_val)) if isinstance(y_val, list) else [(fitted, X_val, y_val)]
+    n_val = sum(len(yv) for _, _, yv in splits)
     if label_range is None:
-        scores = [float(np.mean(e.predict(X_val) == y_val)) for e in fitted]
+        hits = np.sum([[np.sum(e.predict(Xv) == yv) for e in split] for split, Xv, yv in splits], axis=0)
+        scores = [float(h) / n_val for h in hits]
         sensitivity = 1.0 / n_val
     else:
         low, high = label_range
         width2 = (high - low) ** 2
-        yc = np.clip(y_val, low, high)
-        scores = [-float(np.mean(np.minimum((np.clip(e.predict(X_val), low, high) - yc) ** 2, width2)))
-                  for e in fitted]
+        losses = np.sum([[np.sum(np.minimum((np.clip(e.predict(Xv), low, high) - np.clip(yv, low, high)) ** 2,
+                                            width2)) for e in split] for split, Xv, yv in splits], axis=0)
+        scores = [-float(loss) / n_val for loss in losses]
         sensitivity = width2 / n_val
     return report_noisy_max(rng, scores, gumbel_scale(sensitivity, epsilon))
 
