@@ -315,6 +315,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     selection_epsilon_ : float
         Epsilon ``eps0`` of each private selection (0 without one).
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
     privacy_nominal_ : PrivacyBudget
         The accountant's price, as if the bounds had been public.
     privacy_events_ : list
@@ -689,6 +690,7 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     quantile_ : float
         The quantile level used (public).
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
     privacy_nominal_ : PrivacyBudget
         The accountant's price, as if the bounds had been public.
     privacy_events_ : list

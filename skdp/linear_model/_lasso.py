@@ -150,6 +150,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
         (epsilon, delta) from the accountant, replace-one neighbours.
         With a user-given ``random_state`` the guarantee assumes the seed is
         secret and used for this one release (see ``noise_source_``). Exact

@@ -184,6 +184,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         fits run the same schedule for every class), shaped as
         ``LogisticRegression.n_iter_``.
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
         (epsilon, delta) from the accountant for what the solver released,
         under replace-one neighbours; ``epsilon=inf`` if a bound was read from
         the data.

@@ -190,6 +190,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         else the solver's number of iterations (a public schedule, the same
         for every target), as ``Ridge.n_iter_``.
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
         (epsilon, delta) under replace-one neighbours; ``epsilon=inf`` if a
         bound was read from the data.
         With a user-given ``random_state`` the guarantee assumes the seed is

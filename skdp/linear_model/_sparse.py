@@ -328,6 +328,7 @@ _SHARED_ATTRS_DOC = """
         Indices of the non-zero coefficients (of any class).
     n_nonzero_coefs_ : int
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
         (epsilon, delta) for **replace-one** neighbouring datasets (one row
         swapped, ``n`` public), priced by the shared accountant from what was
         released, the private clip-norm choice included.

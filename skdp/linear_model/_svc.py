@@ -112,6 +112,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         row per class (one-vs-rest).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     privacy_spent_ : PrivacyBudget
+        One fit's cost; a search's or cross-validation's fits compose (see ``search_privacy_cost``).
         (epsilon, delta) under replace-one neighbours.
         With a user-given ``random_state`` the guarantee assumes the seed is
         secret and used for this one release (see ``noise_source_``). Exact
