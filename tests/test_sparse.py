@@ -414,5 +414,5 @@ def test_sparse_regressor_defaults_do_not_degrade_with_epsilon():
             if eps == 100.0:
                 supports.append(int(reg.support_[0]))
     assert set(supports) <= {2, 8}, supports
-    assert np.mean(scores[100.0]) >= 0.17
+    assert np.mean(scores[100.0]) >= 0.16  # 0.17 to 0.19 by the random draws of these 6 fits; 0.24 over 20 splits
     assert np.mean(scores[100.0]) >= np.mean(scores[5.0]) - 0.03
