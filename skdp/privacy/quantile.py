@@ -166,10 +166,10 @@ def point_scores(counts, n, level, epsilon):
     over the far points (all ``m`` of them together then weigh at most
     ``failure^2 / m`` of a point scoring ``-h / 2``); below, it is smaller or
     nothing (``c >= h``: the first term alone), where the noise would swamp
-    the lead anyway. A lifted
-    point weighs at most ``(failure / m)^2`` of one scoring 0, so where the
-    data spread over several grid steps (the point nearest the quantile scores
-    near 0) the first term decides, as before. See :doc:`/user_guide/bounds`.
+    the lead anyway. A lifted point weighs at most ``(failure / m)^2`` of one
+    scoring 0, so where the data spread over several grid steps (the point
+    nearest the quantile scores near 0) the first term decides, as before.
+    See :doc:`/user_guide/bounds`.
 
     Replace-one with public ``n``: each count moves by at most 1, so each term,
     and their maximum, moves by at most 1 (``t`` and ``c`` are public):
