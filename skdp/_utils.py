@@ -237,6 +237,11 @@ def out_width(step, n_in):
         return _fitted_width(inner)
     if type(step) is OneHotEncoder and step_kind(step) == "stateless":
         return _encoded_width(step)
+    if step_kind(step) == "dp" and type(step).__name__ == "DPOneHotEncoder":
+        # given categories: the public width (no category is infrequent); "auto": private until fitted
+        if _given_categories(step) is not None:
+            return sum(len(c) for c in _given_categories(step))
+        return _fitted_width(step) if hasattr(step, "categories_") else None
     if isinstance(step, OneToOneFeatureMixin) or type(step) in (MissingIndicator, SimpleImputer) and (
             step_kind(step) == "stateless"):
         return n_in
@@ -373,6 +378,16 @@ def _width_text(n_features, feature_names):
     return "the width of X is not given (pass n_features)" if n_features is None else f"X has {n_features} columns"
 
 
+def _nominal_plan_allowed(step):
+    """Whether a DP step whose width is unknown can be planned at its own nominal (epsilon, delta)."""
+    try:
+        step._validate_params()  # a bad parameter is reported as it is, not planned around
+    except AttributeError:
+        pass
+    eps, delta = getattr(step, "epsilon", None), getattr(step, "delta", None)
+    return isinstance(eps, (int, float)) and 0 < eps < float("inf") and isinstance(delta, (int, float))
+
+
 def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, feature_names=None):
     """Events a fit of ``estimator`` on ``n_samples`` rows releases, each DP step planned with its input width.
 
@@ -381,8 +396,13 @@ def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, f
     columns plans with 4; a model after a one-hot encoder with given
     categories, with the encoded width). ``n_targets`` goes to the last DP
     step. Returns ``None`` if some DP step has no finite guarantee (a bound
-    read from the data). A step that cannot be planned with what is known
-    raises ``ValueError`` naming the step and the widths.
+    read from the data). A step whose input width is not public before the
+    fit (after a private category selection, behind a callable column
+    selector) and whose plan needs it is planned at its own nominal
+    ``(epsilon, delta)`` (its fit is calibrated to it at the width it gets):
+    an upper bound, so a budget split with it spends at most the budget. A
+    step that cannot be planned at a known width raises ``ValueError`` naming
+    the step and the widths.
     """
     leaves = [leaf for leaf in walk_steps(estimator, n_features=n_features, feature_names=feature_names)
               if step_kind(leaf.step) == "dp"]
@@ -392,6 +412,13 @@ def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, f
         try:
             ev = leaf.step.planned_events(n_samples, leaf.n_features, **extra)
         except ValueError as exc:
+            if leaf.n_features is None and _nominal_plan_allowed(leaf.step):
+                # the width is not public before the fit (e.g. after a private category selection): the
+                # step's fit is calibrated to its own (epsilon, delta) at the width it gets, so plan that
+                from .privacy import ApproxDPEvent
+
+                events.append(ApproxDPEvent(float(leaf.step.epsilon), float(leaf.step.delta)))
+                continue
             width = "an input width not known from public information" if leaf.n_features is None else (
                 f"{leaf.n_features} input columns")
             raise ValueError(

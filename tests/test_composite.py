@@ -216,6 +216,28 @@ def test_planned_width_is_the_fitted_width(encoder, ct):
     assert planned["dplogisticregression"] == pipe[-1].n_features_in_
 
 
+def test_private_encoder_widths_are_planned():
+    from skdp.preprocessing import DPOneHotEncoder
+
+    X, y = _frame()
+    given = set_pipeline_budget(_composite(encoder=DPOneHotEncoder(categories=CATS)), 1.0, DELTA, n_samples=N,
+                                n_features=6)
+    assert {leaf.name: leaf.n_features for leaf in walk_steps(given, n_features=6)}["dplogisticregression"] == 9
+    given.fit(X, y)
+    assert given[-1].n_features_in_ == 9
+    assert pipeline_privacy_spent(given).epsilon == pytest.approx(1.0, abs=1e-3)
+    # with categories="auto" the encoded width is released by the fit: the model is planned at its own
+    # nominal (epsilon, delta), an upper bound, so the pipeline spends at most its budget
+    auto = set_pipeline_budget(_composite(encoder=DPOneHotEncoder()), 1.0, DELTA, n_samples=N, n_features=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        auto.fit(X, y)
+    spent = pipeline_privacy_spent(auto)
+    assert 0.5 < spent.epsilon <= 1.0 + 1e-9
+    steps = [auto[0].named_transformers_[name] for name in ("dpstandardscaler", "dponehotencoder")] + [auto[-1]]
+    assert spent.epsilon == pytest.approx(price(_released_events(*steps), DELTA).budget.epsilon, rel=1e-12)
+
+
 def test_search_plans_each_step_with_its_width():
     X, y = _frame()
     # per-feature bounds of the 4 numeric columns: planning with the raw width (6) would be refused
@@ -237,15 +259,19 @@ def test_search_plans_each_step_with_its_width():
     assert cost.epsilon > price(one_fit * 3, DELTA).budget.epsilon
 
 
-def test_unplannable_width_names_the_step_without_dumping_arrays():
+def test_unknown_width_is_planned_nominally_and_a_wrong_one_is_named():
     X, y = _frame()
+    # a callable selector: the scaler's width (which its bounds="auto" plan needs) is not known before the fit
     auto = make_pipeline(make_column_transformer((DPStandardScaler(bounds="auto"),
                                                   make_column_selector(dtype_include="number")),
                                                  (OneHotEncoder(categories=CATS), CAT)),
                          DPLogisticRegression(classes=[0, 1]))
-    with pytest.raises(ValueError, match="columntransformer__dpstandardscaler") as exc:
-        set_pipeline_budget(auto, 1.0, DELTA, n_samples=N, n_features=6)
-    assert "not known from public information" in str(exc.value)
+    assert [leaf.n_features for leaf in walk_steps(auto, n_features=6)][0] is None
+    set_pipeline_budget(auto, 1.0, DELTA, n_samples=N, n_features=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        auto.fit(X, y)
+    assert pipeline_privacy_spent(auto).epsilon <= 1.0 + 1e-9
     wrong = _composite(scaler=DPStandardScaler(bounds=(np.full(5, -4.0), np.full(5, 4.0))))
     with pytest.raises(ValueError, match=r"'columntransformer__dpstandardscaler'.*4 input columns") as exc:
         DPGridSearchCV(wrong, {"dplogisticregression__alpha": [0.01, 1.0]}, delta=DELTA).fit(X, y)
