@@ -79,6 +79,19 @@ def test_column_transformer_one_budget_reports_exactly_it():
     assert price(pipe[-1].privacy_events_, DELTA).budget.epsilon < 0.9
 
 
+def test_ledger_charges_the_dp_steps_inside_a_column_transformer():
+    from skdp import PrivacyLedger
+
+    X, y = _frame()
+    pipe = set_pipeline_budget(_composite(), 1.0, DELTA, n_samples=N, n_features=6)
+    ledger = PrivacyLedger(epsilon=5.0, delta=1e-3)
+    with ledger:
+        pipe.fit(X, y)
+    assert ledger.n_fits == 2
+    ran = _released_events(pipe[0].named_transformers_["dpstandardscaler"], pipe[-1])
+    assert ledger.spent().epsilon == pytest.approx(price(ran, 1e-3).budget.epsilon, rel=1e-9)
+
+
 def test_leaky_sub_step_is_named_and_refused():
     X, y = _frame()
     pipe = _composite(scaler=StandardScaler())
