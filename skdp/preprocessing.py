@@ -813,7 +813,10 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Scale with the private range (values outside it are clipped)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True)
-        return np.clip(X, self.data_min_, self.data_max_) * self.scale_ + self.min_
+        low, high = self.feature_range
+        # in feature_range by construction; the clip removes the last bit that rounding can add (a public bound
+        # the next step relies on, e.g. its data_norm)
+        return np.clip(np.clip(X, self.data_min_, self.data_max_) * self.scale_ + self.min_, low, high)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform` (inside the private range)."""
