@@ -2,7 +2,8 @@
 
 Two tables:
 
-* ``concentrated``: rows whose norms are uniform on ``[a, 1.3 a]`` for ``a`` at
+* ``concentrated``: rows whose norms are uniform on ``[2.28, 3.29]`` (20,000 rows,
+  the issue's design), then on ``[a, 1.3 a]`` (2,000 rows) for ``a`` at
   several offsets from the points of the public norm grid
   (``skdp.privacy.quantile.DEFAULT_NORM_GRID``, ratio 1.47), 20 fits of the
   default ``DPLogisticRegression(epsilon=1)`` each: the range of
@@ -34,11 +35,11 @@ from skdp.privacy.quantile import DEFAULT_NORM_GRID
 OFFSETS = (0.0, 0.25, 0.5, 0.75)
 
 
-def concentrated_design(a, n=2000, d=5, seed=0):
-    """Rows with norms uniform on ``[a, 1.3 a]`` (random directions) and labels of a noisy linear rule."""
+def concentrated_design(a, n=2000, d=5, seed=0, ratio=1.3):
+    """Rows with norms uniform on ``[a, ratio a]`` (random directions) and labels of a noisy linear rule."""
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
-    X *= (rng.uniform(a, 1.3 * a, n) / np.linalg.norm(X, axis=1))[:, None]
+    X *= (rng.uniform(a, ratio * a, n) / np.linalg.norm(X, axis=1))[:, None]
     y = (X @ rng.randn(d) + 0.3 * a * rng.randn(n) > 0).astype(int)
     return X, y
 
@@ -47,17 +48,19 @@ def concentrated(seeds=20, epsilon=1.0):
     step = np.log(DEFAULT_NORM_GRID[1] / DEFAULT_NORM_GRID[0])
     print(f"| a | median norm | data_norm_ / median (min, max) | single-class fits (of {seeds}) |")
     print("|---|---|---|---|")
-    for base in (DEFAULT_NORM_GRID[12], DEFAULT_NORM_GRID[20], DEFAULT_NORM_GRID[27]):
-        for off in OFFSETS:
-            a = base * np.exp(off * step)
-            X, y = concentrated_design(a)
-            med = np.median(row_norms(X))
-            ratios, single = [], 0
-            for s in range(seeds):
-                m = skdp.DPLogisticRegression(epsilon=epsilon, random_state=s).fit(X, y)
-                ratios.append(m.data_norm_ / med)
-                single += np.unique(m.predict(X)).size < 2
-            print(f"| {a:.4g} | {med:.4g} | {min(ratios):.3g}, {max(ratios):.3g} | {single} |", flush=True)
+    # the issue's design (min-max scaled numbers and one-hot columns: norms in [2.28, 3.29]) at n = 20,000, then
+    # n = 2,000 with norms on [a, 1.3 a] at several offsets from three grid points
+    designs = [(2.28, 20_000, 3.29 / 2.28)] + [(base * np.exp(off * step), 2000, 1.3) for base in (
+        DEFAULT_NORM_GRID[12], DEFAULT_NORM_GRID[20], DEFAULT_NORM_GRID[27]) for off in OFFSETS]
+    for a, n, ratio in designs:
+        X, y = concentrated_design(a, n=n, ratio=ratio)
+        med = np.median(row_norms(X))
+        ratios, single = [], 0
+        for s in range(seeds):
+            m = skdp.DPLogisticRegression(epsilon=epsilon, random_state=s).fit(X, y)
+            ratios.append(m.data_norm_ / med)
+            single += np.unique(m.predict(X)).size < 2
+        print(f"| {a:.4g} (n = {n}) | {med:.4g} | {min(ratios):.3g}, {max(ratios):.3g} | {single} |", flush=True)
 
 
 def heavy_data(kind, seed, n=20_000, n_test=10_000, d=10):
