@@ -3,15 +3,14 @@
 OpenBLAS starts its threads for products far smaller than the ones where they
 pay. The sufficient statistics ``X^T X`` are accumulated block by block
 (:meth:`skdp.bounds.BoundedDesign.gram`, ``4096 x p`` blocks), and for a
-small ``p`` each block's product is a few million flops. On the 2-core
-machine behind the README's speed table, ``python
-benchmarks/bench_blas_threads.py`` timed one such pass (``p = 52``,
-``n = 200,000``; best / median of 7) at 89 / 157 ms with BLAS ``syrk`` on
-OpenBLAS's threads, 42 / 54 ms with ``syrk`` on one thread, 35 / 45 ms with
-the product ``B^T B`` on one thread (OpenBLAS's ``syrk`` of a narrow block is
-slower than the product it halves), and 32 / 37 ms as skdp runs it (the
-product on one thread per half of the blocks, the second half on a worker
-thread); the threaded pass also left the next small ``eigh`` slower.
+small ``p`` each block's product is a few million flops: too little work to
+amortise waking and synchronising the threads, and a threaded pass leaves
+the next small ``eigh`` slower too. On one
+BLAS thread, OpenBLAS's ``syrk`` of a narrow block, which computes only half
+of ``B^T B``, is still slower than the full product. So skdp sums such
+products on one BLAS thread per half of the blocks, the second half on a
+worker thread (the timings behind this choice: :doc:`/user_guide/defaults`).
+
 :func:`blas_threads_for` runs such work on one BLAS thread. It uses
 threadpoolctl (a dependency of scikit-learn); without it the context does
 nothing.

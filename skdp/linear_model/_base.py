@@ -140,8 +140,8 @@ class DPLinearModel(BaseEstimator):
     #: share of ``data_norm`` given to the intercept column when ``intercept_scaling=None``
     _default_intercept_fraction = 0.5
     #: ``data_norm="auto"``: raw rows are clipped to this multiple of the private median row norm
-    #: (0.7 beat 0.4-1.0 on diabetes, breast_cancer and a synthetic regression at epsilon 0.1-0.9:
-    #: at small n * epsilon the noise saved outweighs the clipping bias)
+    #: (below the median: at small n * epsilon the noise saved outweighs the clipping bias;
+    #: where the factor was chosen: :doc:`/user_guide/defaults`)
     _auto_norm_quantile = 0.5
     _auto_norm_factor = 0.7
 

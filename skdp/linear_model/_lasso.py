@@ -95,14 +95,15 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         with full-batch Gaussian gradients (``T = 100`` steps, noise-damped step
         size). ``"noisy_sfw"`` (one pass, vertex selection by report-noisy-max,
         dimension entering only as ``log d``) was the default until it was
-        measured against ``dp_accmd`` (20 seeds on diabetes, 3 on
-        :func:`skdp.datasets.make_sparse_regression` designs up to
-        ``n = 20000, d = 1000`` and ``n = 2000, d = 10000``): ``dp_accmd`` was
-        as good or better everywhere, e.g. R^2 0.69 vs 0.10 at
-        ``n = 20000, d = 1000, epsilon = 5``; ``noisy_sfw``'s last Frank-Wolfe
-        iterate stays far from the constrained optimum even without noise
-        (R^2 0.44 vs 0.99 at ``n = 2000, d = 10000``). ``noisy_sfw`` costs one
-        pass instead of 100.
+        compared with ``dp_accmd`` on diabetes and on
+        :func:`skdp.datasets.make_sparse_regression` designs with up to ten
+        thousand features (:doc:`/user_guide/defaults`): ``dp_accmd`` was as
+        good or better everywhere. Without noise, Frank-Wolfe's error falls
+        like ``1/T`` and accelerated mirror descent's like ``1/T^2``, so
+        ``noisy_sfw``'s last iterate can stay far from the constrained optimum
+        even at large budgets, while ``dp_accmd``'s noise-damped step keeps its
+        noise from growing with ``T``. ``noisy_sfw`` costs one pass instead of
+        100.
     fit_intercept : bool, default=True
     feature_bound : float, default=1.0
         Public coordinate bound; entries are clipped to it. Dense input is
@@ -193,7 +194,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     True
 
     The defaults (``coef_norm="auto"``, private label range) on labels in
-    the hundreds (R^2 0.60 at epsilon = 1; 0.88, the noise's cap, at 100):
+    the hundreds, where a fixed unit ball would learn nothing:
 
     >>> y2 = 150 + 40 * X[:, 0] - 25 * X[:, 1] + 10 * rng.randn(5000)
     >>> reg = DPLasso(epsilon=1.0, random_state=0).fit(X, y2)

@@ -60,8 +60,9 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         DP optimisation algorithm; ``list_solvers(DPLogisticRegression)``
         describes each (source paper, privacy notion, what it needs, whether
         it fits more than two classes). ``"auto"`` uses ``"dp_gd"``
-        (``"output_pert"`` when ``delta=0``), the most accurate at small n in
-        ``benchmarks/bench_utility.py``. ``obj_pert_svrg`` and the
+        (``"output_pert"`` when ``delta=0``): its noise does not depend on
+        ``alpha`` or a coefficient ball, and it was the most accurate at small
+        ``n`` (:doc:`/benchmarks`, :doc:`/user_guide/defaults`). ``obj_pert_svrg`` and the
         constrained solvers (``dp_accmd``, ``noisy_sfw``, ``noisy_sfw_lp``,
         ``noisy_sgd``, ``phased_sgd``) are binary only.
     alpha : float or None, default=None
@@ -93,16 +94,16 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         row bound privately: the raw rows are clipped to 0.7 times an
         exponential-mechanism median of the row norms over a public geometric
         grid (:func:`skdp.privacy.private_quantile`; clipping below the median
-        trades a little bias for less noise and was better on every benchmark
-        dataset, ``benchmarks/bench_private_preprocessing.py``). At small ``n``
+        trades a little bias for less noise, :doc:`/user_guide/defaults`). At small ``n``
         the selection gets at least ``45.5 / n`` (enough to locate the median
         with probability about 0.999; at most half of ``epsilon``, with a
         ``UserWarning`` when that is not enough). The solver is then
         calibrated so that the accountant's price of everything is
-        ``epsilon``. 0.05 rather than 0.2: a median needs little budget, and
-        the rest goes to the model (digits at epsilon = 1: 0.731 vs 0.698;
-        breast_cancer 0.944 vs 0.939). No data-derived bound is read in the
-        clear, so there is no ``PrivacyLeakWarning``.
+        ``epsilon``. 0.05 rather than a larger share: the exponential
+        mechanism locates a median with a small budget (the selected rank is
+        off by about ``ln(grid size) / epsilon`` of the ``n`` rows), and the
+        rest goes to the model. No data-derived
+        bound is read in the clear, so there is no ``PrivacyLeakWarning``.
     classes : array-like, "auto" or None, default="auto"
         The set of class labels. An array is public: labels outside it raise
         an error. ``"auto"`` selects the set privately by Gaussian thresholding
@@ -139,8 +140,8 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         intercept column) and ``d`` the number of features: about three times
         a feature's typical size when the rows are near their bound. A rare
         feature whose standardised values are huge otherwise inflates the row
-        norm bound, and so the noise, for every row (digits at epsilon = 1:
-        0.834 without it, 0.849 with it, 20 seeds). The clip reads nothing
+        norm bound, and so the noise, for every row (the measured gain:
+        :doc:`/user_guide/defaults`). The clip reads nothing
         but the public or released row bound and changes no sensitivity.
         ``None`` clips only the rows, and ``decision_function`` is then
         exactly ``X @ coef_.T + intercept_``.
@@ -319,10 +320,10 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
 
         ``dp_gd``'s noise does not depend on ``alpha`` (its schedule handles the
         noise), so it minimises sklearn's default objective and approaches
-        ``LogisticRegression()`` as ``n * epsilon`` grows (digits at
-        epsilon = 100: 0.956 with ``1/n``, 0.946 with ``0.01``, the same at
-        epsilon <= 10; breast_cancer equal within 0.003 at every epsilon). The
-        other solvers' noise or coefficient ball scales with ``1/alpha``.
+        ``LogisticRegression()`` as ``n * epsilon`` grows; at small budgets the
+        noise, not the penalty, limits the fit, so the smaller penalty costs
+        nothing there (:doc:`/user_guide/defaults`). The other solvers' noise or
+        coefficient ball scales with ``1/alpha``.
         """
         if self.alpha is not None:
             return self.alpha

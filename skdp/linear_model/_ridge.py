@@ -76,7 +76,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         (sufficient-statistics perturbation, Wang 2018) when
         ``n_samples * epsilon >= 100 * p`` (``p`` features plus the intercept
         column; ``400 * p`` when ``p <= 12``), ``"dp_gd"`` below that, and ``"output_pert"`` when
-        ``delta=0``: the cross-over measured in ``benchmarks/bench_defaults.py``.
+        ``delta=0`` (why the cross-over falls with ``p``: :doc:`/user_guide/defaults`).
         The gradient solvers (``dp_gd``, ``dp_svrg``, ``output_pert``) clip each
         per-example gradient to ``data_norm * B`` (``B`` the centred label bound),
         the largest gradient norm at ``w = 0``: for the squared loss this is
@@ -126,9 +126,10 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         (enough for the median of ``n`` values to be located on the grid with
         probability about 0.999), capped so the selections take at most half of
         ``epsilon`` (with a ``UserWarning`` when that is not enough: then a
-        selection may land far from the data; give public bounds). The solver is then calibrated so that the accountant's price of
-        everything is ``epsilon``. No data-derived bound is read in the clear,
-        so there is no ``PrivacyLeakWarning``.
+        selection may land far from the data; give public bounds). The solver
+        is then calibrated so that the accountant's price of everything is
+        ``epsilon``. No data-derived bound is read in the clear, so there is no
+        ``PrivacyLeakWarning``.
     label_bound : float, (low, high), array-like, "auto" or None, default="auto"
         Label range: ``B`` means ``[-B, B]``. With several targets, ``B`` and
         a tuple ``(low, high)`` apply to every target, an array of
@@ -390,8 +391,9 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         factor chosen for small budgets, see ``DPLinearModel``), rising by ``0.25`` per
         decade to ``1.25``: clipping a row scales its contribution, which biases a
         regression towards larger coefficients, and with little noise that bias is
-        what is left (synthetic design of ``benchmarks/bench_defaults.py``, n = 70,000,
-        epsilon = 1: R^2 0.705 at 0.7, 0.884 at 1.0).
+        what is left. Clipping below the median trades that bias for less noise,
+        which pays only while the noise dominates; :doc:`/user_guide/defaults` shows
+        the measurement that set the rise.
         """
         n_eps = max(float(n_samples) * self.epsilon, 1.0)
         return min(max(0.7 + 0.25 * math.log10(n_eps / 3000.0), 0.7), 1.25)
@@ -430,23 +432,14 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         Sufficient-statistics perturbation pays for a ``p x p`` noise matrix once;
         gradient descent pays per step but only in ``p`` directions, and its
         capped schedule (40 steps of ``1 / K^2``) converges more slowly the more
-        directions the data spreads over. So the cross-over falls with ``p``
-        (measured R^2 at epsilon = 1 on ``X ~ N(0, I/d)``, ``w ~ N(0, I)``, noise 0.3,
-        the design of ``benchmarks/bench_defaults.py`` at smaller ``n``, 10-12
-        seeds; ``benchmarks/bench_ridge_rules.py`` prints the table): with
-        ``d = 5`` and ``n * epsilon = 350 p`` ``dp_gd`` 0.735 against ``adassp``
-        0.580; ``d = 10``: 0.585 against 0.13 at ``191 p``, 0.65 against
-        0.66 at ``382 p``, 0.62 against 0.80 at ``955 p``; ``d = 15``: 0.515 against
-        0.722 at ``175 p``; ``d = 20``: 0.368 against 0.513 at ``100 p``. At few
+        directions the data spreads over. So the cross-over falls with ``p``. At few
         columns and moderate ``n * epsilon`` AdaSSP's release of ``X^T y`` is barely
-        above its noise (about 1.3 times it per coordinate at ``d = 10``,
-        ``n = 2,100``), and its ridge term, sized to the noise of ``X^T X``, does not
-        shrink that noise away. Diabetes (``n = 309``, ``p = 11``): ``dp_gd`` R^2 0.30
-        against ``adassp`` 0.15 at epsilon = 1, 0.39 against 0.40 at epsilon = 5,
-        0.38 against 0.41 at epsilon = 10; the synthetic design of the defaults
-        benchmark (``n = 70,000``, ``p = 51``): 0.21 against 0.88 at epsilon = 1.
-        Public quantities only; without a shape (validation before the data is
-        seen) ``adassp``.
+        above its noise, and its ridge term, sized to the noise of ``X^T X``, does
+        not shrink that noise away; with many columns gradient descent's capped
+        schedule falls short first and the one ``p x p`` release wins. The measurements that placed the thresholds
+        (isotropic synthetic designs and diabetes, against ``n * epsilon / p``) are
+        on :doc:`/user_guide/defaults`. Public quantities only; without a shape
+        (validation before the data is seen) ``adassp``.
         """
         if self.delta == 0:
             return "output_pert"
@@ -642,11 +635,11 @@ def scaled_alpha(data_norm):
     ``K`` is the row bound the solver sees. A function of the row bound only
     (public, or chosen privately and paid for), so choosing it costs no
     privacy, and these solvers' releases do not depend on ``alpha`` or the
-    ball. A fixed ``alpha`` is measured in the features'
+    ball. A fixed ``alpha`` is expressed in the features'
     units: against rows of norm at most ``K`` (curvature at most ``K^2``) it
     is a mild penalty on standardised features and an overwhelming one on
-    features of small scale (diabetes as sklearn loads it, rows of norm about
-    0.15, scored R^2 0.03 at every epsilon with ``alpha = 0.1``). Below
+    features of small scale (diabetes as sklearn loads it has rows of norm
+    about 0.15, and ``alpha = 0.1`` then dominates the loss's curvature). Below
     ``K = 1/sqrt(2)`` the penalty therefore scales with ``K^2``, as the
     curvature does, and the coefficient ball ``B / sqrt(alpha)`` with
     ``1 / K``, as the coefficients do (:meth:`DPRidge._ball_scale`):
@@ -656,15 +649,10 @@ def scaled_alpha(data_norm):
     standardised features keep the former fit: the best penalty differs by
     orders of magnitude between designs (small for isotropic features,
     large for strongly correlated ones) and is not public, so only the
-    scale is corrected. Measured with ``dp_gd`` (mean test R^2,
-    ``benchmarks/bench_ridge_rules.py``'s third table, ``alpha = 0.1`` -> this
-    default, 20 splits): diabetes as loaded 0.031 -> 0.281 at epsilon = 1,
-    0.032 -> 0.376 at 5, 0.042 -> 0.314 at 100; standardised diabetes
-    unchanged; ``X ~ N(0, I/10)``, ``n = 1571``, epsilon = 1: 0.497 either
-    way at unit scale, 0.009 -> 0.374 with the features times 0.1; with AR(1)
-    correlation 0.9, 0.526 -> 0.520 at unit scale, 0.025 -> 0.530 times 0.1.
-    The other solvers on diabetes as loaded at epsilon = 5: from 0.025-0.034
-    to 0.226 (``rrpsgd``) - 0.349 (``dp_svrg_pp``).
+    scale is corrected. The scores of this default against the former
+    ``alpha = 0.1`` (diabetes as loaded and standardised, isotropic and
+    correlated synthetic designs at unit scale and scaled down, every solver
+    it applies to) are on :doc:`/user_guide/defaults`.
     """
     return min(_ITERATIVE_ALPHA, SCALED_ALPHA_FACTOR * float(data_norm) ** 2)
 

@@ -107,9 +107,8 @@ class _DPSparseBase(BaseEstimator):
         towards a median); with little noise the bias is what is left, so the
         regressor's clip grows with ``n * epsilon``, as the private row bound
         of :class:`~skdp.DPRidge` does. The logistic gradient is bounded
-        already, and there the clip also damps the fixed step ``4 / K^2``: a
-        rising clip cost breast_cancer 0.943 -> 0.651 accuracy at epsilon = 100
-        (``benchmarks/bench_defaults.py``).
+        already, and there the clip also damps the fixed step ``4 / K^2``, so a
+        rising clip lost accuracy at large budgets (:doc:`/user_guide/defaults`).
         """
         n_eps = max(float(n_samples) * float(self.epsilon), 1.0)
         rise = self._auto_clip_rise * math.log10(max(n_eps / self._auto_clip_knee, 1.0))

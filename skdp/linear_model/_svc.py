@@ -30,8 +30,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     Talwar and Thakurta 2019, Alg. 1); ``nsgd_moreau`` runs it on the loss's
     Moreau envelope (a Huberised hinge per example; section 4 of the same paper,
     see :doc:`/papers/seed003`), which has the better theoretical rate but was
-    less accurate on every benchmark we ran (breast_cancer, 20 seeds: 0.921 vs
-    0.679 at epsilon = 1, 0.837 vs 0.464 at 0.5, 0.958 vs 0.925 at 100). The fitted
+    less accurate on every benchmark we ran (:doc:`/user_guide/defaults`). The fitted
     model is (epsilon, delta)-differentially private for **replace-one**
     neighbouring datasets with the number of rows public.
 

@@ -28,8 +28,8 @@ Two implementations draw the same laws: the pure-Python reference samplers
 :func:`bernoulli_exp_neg`): the same CKS20 algorithms over numpy int64
 arrays (Python integers in object arrays where the rationals outgrow 64
 bits), batched so that only rejected proposals are redrawn, with no
-floating-point ``exp`` or ``log`` in any decision. About 2 microseconds per
-coordinate against 60-300 for the reference.
+floating-point ``exp`` or ``log`` in any decision. The vectorised samplers
+are much faster than the reference (their costs: :doc:`/user_guide/verifying`).
 
 Privacy: the discrete Gaussian with integer-valued query of L2 sensitivity
 ``Delta_z`` and scale ``sigma_z`` is ``Delta_z^2 / (2 sigma_z^2)``-zCDP
@@ -37,9 +37,10 @@ Privacy: the discrete Gaussian with integer-valued query of L2 sensitivity
 In grid units
 ``Delta_z = (Delta + gamma sqrt(d)) / gamma``, so ``sigma = (Delta + gamma
 sqrt(d)) / sqrt(2 rho)`` gives ``rho``-zCDP, reported as
-``ZCDPEvent(rho)``. Compared with the analytic continuous Gaussian (priced
-exactly), the zCDP conversion costs about 20% more noise at epsilon = 1: the
-price of a release that is safe bit for bit.
+``ZCDPEvent(rho)``. The zCDP-to-(epsilon, delta) conversion is not tight
+against the analytic continuous Gaussian (priced exactly), so the same target
+needs somewhat more noise: the price of a release that is safe bit for bit
+(:doc:`/user_guide/verifying` gives the measured cost).
 """
 
 import math
@@ -110,8 +111,8 @@ def _discrete_laplace(rng, t):
 def discrete_gaussian_reference(rng, sigma2, size):
     """Exact samples of ``N_Z(0, sigma2)``, one coordinate at a time in pure Python (the reference sampler).
 
-    Slow (about 0.1 ms per coordinate); :func:`discrete_gaussian` draws the
-    same distribution vectorised.
+    Slow (Python arithmetic on :class:`fractions.Fraction` per coordinate);
+    :func:`discrete_gaussian` draws the same distribution vectorised.
 
     ``sigma2`` is a positive rational (a :class:`fractions.Fraction`, an int,
     or a float, taken exactly). CKS20 Alg. 3: discrete Laplace proposals with

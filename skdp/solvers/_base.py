@@ -631,9 +631,10 @@ def selection_secure_option(options):
     """Whether the private bound selections draw the exact exponential mechanism: ``solver_options["secure_noise"]``.
 
     Unlike the solvers' releases (floating-point noise unless ``secure_noise``
-    is True), the selections are exact **by default**: their exact draw costs
-    about 0.1% more noise and 0.2 ms per selection over the default grids
-    (``benchmarks/bench_secure_noise.py``). ``secure_noise=False`` draws them
+    is True), the selections are exact **by default**: rounding the scores to
+    a grid of at most 0.1% of their sensitivity adds at most that to the noise,
+    and a fit makes only one to three selections, so the exact draws' fixed
+    cost is small (:doc:`/user_guide/verifying`). ``secure_noise=False`` draws them
     by Gumbel report-noisy-max instead.
     """
     if (options or {}).get("secure_noise", None) is None:

@@ -160,16 +160,15 @@ class NoisySFW(_BallSolver):
     ``n * epsilon`` relative to the radius and the smoothness; its dimension
     dependence is only ``log d``. On a few hundred rows (breast_cancer) the
     selections are close to uniform and ``dp_gd`` or ``noisy_sgd`` are better
-    choices (benchmarks/convex_solvers.py).
+    choices (:doc:`/benchmarks`).
 
     ``solver_options``: ``batch_size`` (``b``) and ``secure_noise`` (every
     selection by the exact exponential mechanism on scores rounded to a
     power-of-two grid, :func:`skdp.privacy.discrete.exponential_mechanism`:
     the same ``eps0``-bounded-range events, step ``t``'s scale
-    ``2 (Delta_t + gamma_t) / eps0`` with the grid ``gamma_t <= Delta_t / 1000``;
-    measured at epsilon = 1: 0.1% more noise and 4.4 to 5.3 times the fit time
-    on breast_cancer and digits, :doc:`/user_guide/verifying`, so an option,
-    not the default).
+    ``2 (Delta_t + gamma_t) / eps0`` with the grid ``gamma_t <= Delta_t / 1000``,
+    so at most 0.1% more noise; the exact draws' fixed cost dominates small
+    fits, :doc:`/user_guide/verifying`, so an option, not the default).
     """
 
     name = "noisy_sfw"
@@ -458,9 +457,9 @@ class DPAccMD(_BallSolver):
     ``sigma = 2 G sqrt(T) / (n mu*)``. ``solver_options={"secure_noise": True}``
     (``delta > 0``) releases each mean gradient floating-point safely instead
     (:func:`skdp.solvers._base.secure_repeated_plan`: a power-of-two grid and
-    exact discrete Gaussian noise, ``rho / T``-zCDP each; measured at epsilon =
-    1: 8.5% more noise and 5 to 6 times the fit time on breast_cancer and
-    digits, :doc:`/user_guide/verifying`, so an option, not the default).
+    exact discrete Gaussian noise, ``rho / T``-zCDP each; somewhat more noise,
+    from the zCDP conversion, and slower draws, :doc:`/user_guide/verifying`,
+    so an option, not the default).
 
     Geometries (skdp's instantiations of the paper's mirror maps): ``"l1"`` runs on the lifted
     simplex ``x = r (u_+ - u_-)`` with the entropy mirror map (exponentiated
@@ -486,12 +485,10 @@ class DPAccMD(_BallSolver):
     ``sqrt(T)`` at a fixed budget the noise term then no longer grows with
     ``T``, so ``T`` can be large enough for the noiseless error to vanish
     (``L_eff -> L`` as ``n epsilon -> inf``). ``kappa = 0.1`` and ``T = 100``
-    were measured on ``DPLasso`` (diabetes, 20 seeds, epsilon 0.5 .. 100;
-    sparse designs): kappa in {0.05, 0.1, 0.2, 0.3, 1, 3}; kappa = 1 and 3
-    under-fit (R^2 0.18 and 0.07 at epsilon = 5, 10 seeds), 0.05 over-reacts
-    to noise. With ``coef_norm="auto"`` and 20 seeds this schedule gives
-    R^2 -0.11 / 0.10 / 0.34 / 0.41 / 0.43 at epsilon 0.5 / 1 / 2 / 5 / 100
-    (sklearn's ``Lasso()``: 0.44). Step sizes
+    were chosen on ``DPLasso`` (diabetes and sparse designs, epsilon 0.5 to
+    100; :doc:`/user_guide/defaults`): a larger ``kappa`` damps the steps so
+    much that the fit under-fits, a smaller one lets the noise through.
+    Step sizes
     never enter a sensitivity: the privacy proof (``T`` Gaussian releases of
     sensitivity ``2G/n``) is unchanged.
 
@@ -637,9 +634,9 @@ class PhasedSGD(_BallSolver):
     grid with exact discrete Gaussian noise,
     :func:`skdp.privacy.discrete.secure_gaussian_release`; the run is one
     ``rho``-zCDP release, ``rho`` the budget's zCDP level, the rounding's cost
-    in every phase's sensitivity; measured at epsilon = 1: 8.5% more noise and
-    1.6 times the fit time on breast_cancer and digits,
-    :doc:`/user_guide/verifying`, so an option, not the default).
+    in every phase's sensitivity; somewhat more noise, from the zCDP
+    conversion, and slower draws, :doc:`/user_guide/verifying`, so an option,
+    not the default).
     """
 
     name = "phased_sgd"

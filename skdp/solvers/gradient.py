@@ -76,8 +76,9 @@ class DPGradientDescent(Solver):
 
         A function of the public ``n`` and ``epsilon`` only. The noise std per
         step grows like ``sqrt(T)/(n epsilon)``, so small private datasets get
-        few, accurate steps; ``c`` was chosen on ``benchmarks/bench_utility.py``
-        (the squared loss, with its tight curvature, prefers fewer steps).
+        few, accurate steps; ``c`` was chosen on the utility benchmark
+        (:doc:`/benchmarks`; the squared loss, with its tight curvature, prefers
+        fewer steps).
 
         The squared loss takes at least ``ceil(0.21 sqrt(n epsilon))`` steps: a
         step more than the linear rule for ``n epsilon`` in (90, 160] and
@@ -87,13 +88,12 @@ class DPGradientDescent(Solver):
         ``log(n epsilon)`` times the data's condition number and falls with the
         noise of the data and of the label range (none of them public:
         correlated real designs, like diabetes, want fewer steps than isotropic
-        ones). On diabetes (``n = 309``) at epsilon = 1 the solver's share
-        (``n epsilon = 232`` after the bound selections) gets 4 steps instead of
-        3: R^2 0.305 +- 0.014 instead of 0.277 +- 0.014 (40 splits; 4 to 6 steps
-        score 0.30-0.31, 8 steps 0.25; ``benchmarks/bench_ridge_rules.py``). The same data standardised by a private
-        scaler with a public label range twice as wide (``n epsilon = 185``)
-        prefers 3 steps (R^2 0.166, 0.179, 0.194 on three splits) to 4 (0.142,
-        0.153, 0.186) or 5 (0.091, 0.065, 0.108), which bounds the coefficient.
+        ones). The square-root floor gives a small correlated design such as
+        diabetes the extra step it can use (4 instead of 3 at ``n epsilon``
+        near 230), and its coefficient keeps a noisier one (features from a
+        private scaler, a wider label range: ``n epsilon`` near 185) at the 3
+        steps it prefers; the step sweeps that set both are on
+        :doc:`/user_guide/defaults`.
         """
         if get_loss(loss_name).quadratic:
             return int(min(40, max(2, math.ceil(n * epsilon / 80.0), math.ceil(0.21 * math.sqrt(n * epsilon)))))
@@ -157,13 +157,14 @@ class DPGradientDescent(Solver):
         * Every non-quadratic loss, once 100 steps' noise is below 0.05 of
           ``G``: 100 FISTA steps (:meth:`accelerate`), so
           the fit approaches the non-private optimum as ``n epsilon`` grows
-          (digits at epsilon = 100: 0.894 with 40 plain steps, 0.954 with 100
-          FISTA steps). For the logistic losses with at most 256 columns,
+          (Nesterov's method reaches error ``O(1/T^2)`` where plain steps reach
+          ``O(1/T)``). For the logistic losses with at most 256 columns,
           24 FISTA steps of size ``1.3 / L`` instead, ``L`` from a private
           release of the data's largest curvature (:meth:`curvature_plan`):
-          the same accuracy (20 seeds at epsilon = 100: digits 0.956 against
-          0.957, breast_cancer 0.977 against 0.975; a correlated 200k x 50
-          design 0.919 against 0.920) in a quarter of the passes.
+          the worst-case step ``1 / (c K^2)`` assumes every row points the same
+          way, so on data spread over many directions the steps are longer and
+          24 of them reach the accuracy of 100 worst-case steps in a quarter of
+          the passes (:doc:`/user_guide/defaults`).
         * Logistic / multinomial losses with more noise than that: the
           per-example gradients are clipped at half their bound at ``w = 0``
           (``0.25 K`` logistic, ``0.5 K sqrt(1 - 1/k)`` multinomial; the
@@ -173,12 +174,13 @@ class DPGradientDescent(Solver):
           outputs), at most 1600, in ``T = max(10, ceil(H / 8))`` steps of
           size ``H / (T 0.5 (beta + alpha))``. In this regime both the signal
           and the noise of ``w`` grow with the horizon, so the step count,
-          step size and ``alpha`` only trade one against the other (the best
-          of 80 settings of the former rule reached 0.836 on digits at
-          epsilon = 1); what helps is a smaller gradient bound next to the
-          signal (the clip) and a horizon that grows with ``n mu``. Chosen on
-          digits and breast_cancer (``benchmarks/bench_defaults.py``, 20 and
-          60 seeds) and checked on iris, wine and synthetic designs.
+          step size and ``alpha`` only trade one against the other, so tuning
+          them has a ceiling (:doc:`/user_guide/defaults` reports a search over
+          settings of the former rule);
+          what helps is a smaller gradient bound next to the signal (the clip)
+          and a horizon that grows with ``n mu``. Chosen on digits and
+          breast_cancer and checked on iris, wine and synthetic designs
+          (:doc:`/user_guide/defaults`).
         """
         if problem.max_iter:
             return problem.max_iter, None, None
@@ -307,12 +309,12 @@ class DPGradientDescent(Solver):
         so the released value carries no information in its low-order bits
         (Mironov 2012). Each release is ``rho / T``-zCDP with the rounding's
         cost in its sensitivity (Canonne, Kamath, Steinke 2020, Thm. 4), and
-        ``rho`` is the zCDP parameter of the budget. Measured at epsilon = 1
-        (defaults otherwise): 8.5% more noise than the exact Gaussian-DP
-        calibration, and the exact sampler (vectorised integer arithmetic,
-        about 0.3 ms per release) makes these millisecond fits 4 to 6 times
-        slower (1.4 times at 50,000 x 50; ``benchmarks/bench_secure_noise.py``),
-        which is why it is an option. The private bound selections follow the
+        ``rho`` is the zCDP parameter of the budget. The zCDP conversion is
+        not tight against the exact Gaussian-DP calibration, so the noise is
+        somewhat larger, and the exact sampler (vectorised integer arithmetic)
+        has a fixed cost per release that dominates a fit of a few
+        milliseconds and fades as ``n`` grows (:doc:`/user_guide/verifying`
+        gives both costs), which is why it is an option. The private bound selections follow the
         same switch; ``classes="auto"`` refuses it. The curvature release of
         :meth:`curvature_plan` is not made (it would be a floating-point release).
         """

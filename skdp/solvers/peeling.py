@@ -127,15 +127,14 @@ class NoisyIHT(_SparseSolver):
     sensitivities are unchanged; ``solver_options={"momentum": False}`` runs
     the papers' plain iteration.
     ``solver_options``: ``momentum`` (default True), ``selection_share`` (share of the budget for the
-    selections, default 0.75, the best of 0.5, 0.75 and 0.9 on
-    ``benchmarks/sparse_models.py``) and ``secure_noise`` (``delta > 0``: the
+    selections, default 0.75, chosen among a few shares on sparse designs,
+    :doc:`/user_guide/defaults`) and ``secure_noise`` (``delta > 0``: the
     selections by the exact exponential mechanism on grid-rounded scores and
     the values on the support by the exact discrete Gaussian on a grid, see
     :mod:`skdp.privacy.discrete`; the values' events become ``ZCDPEvent((1 -
-    share) r / T, T)`` with the rounding's cost in both sensitivities;
-    measured at epsilon = 1: 0.1% more noise and 4.6 to 7.8 times the fit
-    time on breast_cancer and digits, :doc:`/user_guide/verifying`, so an
-    option, not the default). Run time ``O(n d)`` per iteration (one pass of
+    share) r / T, T)`` with the rounding's cost in both sensitivities; the
+    exact samplers' fixed cost per draw dominates small fits,
+    :doc:`/user_guide/verifying`, so an option, not the default). Run time ``O(n d)`` per iteration (one pass of
     ``X^T``; the predictions use only the at most ``2 (s + 1)`` non-zero
     coordinates of the extrapolated point), no ``d x d`` object.
     """
@@ -181,7 +180,8 @@ class NoisyIHT(_SparseSolver):
         and ``n epsilon`` sets the noise floor, so ``T`` grows like
         ``log(n epsilon)``: more iterations only add noise (``T s``
         selections), fewer leave the iterate short of the floor. The offset
-        was the best of 0, 2 and 3 with momentum on ``benchmarks/sparse_models.py``.
+        ``- 2`` was chosen among a few offsets with momentum on, which reaches
+        the floor in fewer iterations (:doc:`/user_guide/defaults`).
         """
         return int(min(50, max(5, math.ceil(math.log2(max(int(n) * float(epsilon), 2.0))) - 2)))
 

@@ -62,10 +62,10 @@ class OutputPerturbation(Solver):
     (:func:`skdp.privacy.discrete.secure_gaussian_release`), priced as
     ``rho``-zCDP with ``rho`` the largest value the accountant converts to the
     target (the tight conversion of Canonne-Kamath-Steinke 2020, Cor. 13) and the rounding's cost added to the
-    sensitivity. About 20% more noise than the analytic Gaussian at epsilon = 1
-    for one release (8.5% on breast_cancer and digits with the default
-    ``alpha``, and 1.2 to 1.8 times the fit time, ``benchmarks/bench_secure_noise.py``:
-    an option, not the default). With ``delta = 0`` it is
+    sensitivity. The zCDP conversion is not tight against the analytic
+    Gaussian, so one release needs somewhat more noise, and the exact sampler
+    is slower (:doc:`/user_guide/verifying` gives both costs): an option, not
+    the default. With ``delta = 0`` it is
     the geometric mechanism instead (:func:`skdp.privacy.discrete.secure_laplace_release`:
     i.i.d. discrete Laplace noise on a grid, pure ``epsilon``-DP,
     ``PureDPEvent(epsilon)``), whose L1 sensitivity is ``sqrt(d) Delta_T``

@@ -46,11 +46,10 @@ class NoisySGD(Solver):
     ``eta = M / (G sqrt(T))``. When the cap binds (``n > 16000``) the batch
     stays Thm 3.2's for ``T0``: the accountant's noise on the mean gradient
     ``z G / m`` is then about what the larger batch ``n sqrt(eps / (4 T))``
-    would get (measured at ``n = 200000``, ``d = 51``, ``delta = 1e-5``:
-    ``0.0152 G`` for both at ``eps = 0.1``, ``0.0055 G`` at ``0.3``, ``0.0019 G``
-    against ``0.0018 G`` at ``1``, ``0.0008 G`` against ``0.0007 G`` at ``3``; the
-    same test accuracy and R^2 within the seeds' spread) for a quarter to a
-    third of the per-example gradients.
+    would get (with Poisson subsampling the noise multiplier ``z`` falls
+    roughly in proportion to the sampling rate, so ``z / m`` depends little on
+    ``m``; :doc:`/user_guide/defaults` compares the two), for a fraction of the
+    per-example gradients.
     Privacy needs no smoothness, so the hinge loss is accepted (use
     ``nsgd_moreau`` for its utility).
 

@@ -223,9 +223,10 @@ class DPIGHT(_SparseSolver):
     ``solver_options={"secure_noise": True}`` (``delta > 0``) releases every
     gradient floating-point safely (:func:`skdp.solvers._base.secure_repeated_plan`:
     a power-of-two grid, whose cost is in the sensitivity, and exact discrete
-    Gaussian noise), ``rho / T``-zCDP each.
-    Measured at epsilon = 1 (:doc:`/user_guide/verifying`, ``benchmarks/bench_secure_noise.py``): 8.5% more noise
-    and 3 to 7 times the fit time on breast_cancer and digits, so it is an option, not the default.
+    Gaussian noise), ``rho / T``-zCDP each. The zCDP conversion needs somewhat
+    more noise than the exact Gaussian-DP calibration and the exact sampler's
+    fixed cost per release dominates small fits (:doc:`/user_guide/verifying`),
+    so it is an option, not the default.
     """
 
     name = "dp_ight"
@@ -239,7 +240,7 @@ class DPIGHT(_SparseSolver):
 
     @staticmethod
     def default_steps(n, epsilon):
-        """``T = min(100, max(10, ceil(2 ln(n epsilon))))`` (tuned on ``benchmarks/sparse_models.py``).
+        """``T = min(100, max(10, ceil(2 ln(n epsilon))))`` (tuned on sparse designs, :doc:`/user_guide/defaults`).
 
         ``5 ln(n^2 eps^2/(s ln d))`` (the order of Remark 2.5.9) gives ~80 steps at n = 20,000;
         with the diagonal-curvature step fewer steps reach the same accuracy
@@ -314,9 +315,9 @@ class DPSLKT(_SparseSolver):
        With ``solver_options={"secure_noise": True}`` the labels are released
        floating-point safely (:func:`skdp.privacy.discrete.secure_gaussian_release`:
        power-of-two grid, exact discrete Gaussian, ``rho``-zCDP with the
-       rounding's cost in ``Delta_2``): at epsilon = 1, 8.5% more noise and
-       1.3 times the fit time on breast_cancer and digits
-       (:doc:`/user_guide/verifying`), an option, not the default.
+       rounding's cost in ``Delta_2``): somewhat more noise, from the zCDP
+       conversion, and a slower release (:doc:`/user_guide/verifying`), so an
+       option, not the default.
     3. Student: non-private IGHT on the squared loss over ``(X~, y^p)``
        (post-processing), even for the logistic loss: the student estimates the
        teacher's logit coefficients. The teacher is never stored.
@@ -485,9 +486,9 @@ class DPFrankWolfeL1(_SparseSolver):
     (every selection by the exact exponential mechanism on scores rounded to a
     power-of-two grid, :func:`skdp.privacy.discrete.exponential_mechanism`:
     the same ``eps0``-bounded-range events, the grid's cost, at most 0.1% of
-    ``Delta``, in the scale). Measured at epsilon = 1 (:doc:`/user_guide/verifying`,
-    ``benchmarks/bench_secure_noise.py``): 0.1% more noise (the grid) and 1.8 to 3.7 times the
-    fit time on breast_cancer and digits, so it is an option, not the default.
+    ``Delta``, in the scale). The grid adds at most that 0.1% to the noise, but
+    the exact draw's fixed cost dominates small fits (:doc:`/user_guide/verifying`),
+    so it is an option, not the default.
     Default ``T = 2s`` selections.
     """
 

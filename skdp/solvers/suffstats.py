@@ -55,9 +55,10 @@ class AdaSSP(Solver):
     sensitivity, and exact discrete Gaussian noise,
     :func:`skdp.privacy.discrete.secure_gaussian_release`): each is
     ``rho / 3``-zCDP, ``rho`` the zCDP level of the budget, and the ridge rule
-    uses the discrete noise's scales. Measured at epsilon = 1
-    (:doc:`/user_guide/verifying`): 8.5% more noise and 3 to 4.3 times the
-    (millisecond) fit time on breast_cancer and digits, so an option, not the default.
+    uses the discrete noise's scales. The zCDP conversion needs somewhat more
+    noise than the exact Gaussian-DP calibration, and the exact sampler's fixed
+    cost per release dominates a fit of a few milliseconds
+    (:doc:`/user_guide/verifying`), so an option, not the default.
     """
 
     name = "adassp"
