@@ -18,9 +18,11 @@ __all__ = [
     "leaky_steps",
     "named_steps",
     "planned_leaf_events",
+    "plans_nothing",
     "released_dp_steps",
     "step_kind",
     "walk_steps",
+    "width_free_events",
 ]
 
 
@@ -388,6 +390,86 @@ def _nominal_plan_allowed(step):
     return isinstance(eps, (int, float)) and 0 < eps < float("inf") and isinstance(delta, (int, float))
 
 
+def plans_nothing(step, n_samples=None, n_features=None):
+    """Whether a DP step's fit releases nothing: its plan is ``[]`` (e.g. an encoder with given categories).
+
+    Such a step draws no noise and spends nothing, so it takes no share of a
+    budget and cannot share noise with another step. A step whose plan cannot
+    be made (a width it needs is unknown, a bad parameter) is not assumed free.
+    """
+    try:
+        return step.planned_events(1000 if n_samples is None else n_samples, n_features) == []
+    except Exception:
+        return False
+
+
+#: the input widths at which a DP step whose width is private before the fit is planned (see
+#: :func:`width_free_events`): every width up to 16, then about 1.5 times apart (the 256 / 257 pair
+#: on either side of the gradient solvers' curvature limit) up to 2^20 columns
+PROBE_WIDTHS = tuple(range(1, 17)) + (24, 32, 48, 64, 96, 128, 192, 256, 257, 384, 512, 768, 1024, 1536,
+                                      2048, 4096, 8192, 16384, 65536, 2 ** 18, 2 ** 20)
+
+
+def _normal_form(events):
+    """``(mu^2, other events)``: the Gaussian releases composed into one GDP parameter, the rest as a multiset.
+
+    Gaussian mechanisms compose exactly: releases that are ``mu_i``-GDP
+    together are ``sqrt(sum mu_i^2)``-GDP, a single Gaussian mechanism (Dong,
+    Roth and Su 2022, Cor. 3.3), so two plans with the same normal form
+    compose with any other events to the same price.
+    """
+    from collections import Counter
+
+    from .privacy import GaussianEvent
+
+    mu2, rest = 0.0, Counter()
+    for ev in events:
+        if type(ev) is GaussianEvent:
+            mu2 += ev.mu_squared
+        else:
+            rest[ev] += 1
+    return mu2, rest
+
+
+def width_free_events(step, n_samples, widths=PROBE_WIDTHS, **extra):
+    """The events of a DP step whose input width is not known, if its plan does not depend on it; else ``None``.
+
+    The step is planned at every width of ``widths`` (:data:`PROBE_WIDTHS`).
+    Many plans depend on the width only through how the Gaussian releases are
+    scheduled (a gradient solver's step count): each schedule is calibrated
+    to the same Gaussian-DP parameter, and Gaussian releases compose exactly
+    into one, so the price is the same. When every probe has the same
+    normal form (:func:`_normal_form`: the same non-Gaussian events, and
+    ``sum mu_i^2`` equal to within ``1e-9`` relative), the events returned are
+    those non-Gaussian events and one ``GaussianEvent`` with the largest
+    probed ``mu`` (``sensitivity=mu``, ``sigma=1``): the step's exact price
+    at any probed width. Otherwise (e.g. a step whose bound selection spends
+    per column, or a solver whose budget split changes with the width)
+    ``None``: the caller plans the step at its nominal ``(epsilon, delta)``,
+    an upper bound. Widths between the probes are not planned; the check
+    covers the rules of the skdp solvers, whose schedules change with the
+    width at thresholds the probes bracket.
+    """
+    from .privacy import GaussianEvent
+
+    first, top = None, 0.0
+    for w in widths:
+        try:
+            ev = step.planned_events(n_samples, int(w), **extra)
+        except ValueError:
+            return None
+        if ev is None:
+            return None
+        form = _normal_form(ev)
+        if first is None:
+            first = form
+        elif form[1] != first[1] or abs(form[0] - first[0]) > 1e-9 * max(form[0], first[0], 1e-300):
+            return None  # the price depends on the width
+        top = max(top, form[0])
+    rest = [ev for ev, k in first[1].items() for _ in range(k)]
+    return rest + ([GaussianEvent(top ** 0.5, 1.0)] if top > 0 else [])
+
+
 def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, feature_names=None):
     """Events a fit of ``estimator`` on ``n_samples`` rows releases, each DP step planned with its input width.
 
@@ -396,21 +478,40 @@ def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, f
     columns plans with 4; a model after a one-hot encoder with given
     categories, with the encoded width). ``n_targets`` goes to the last DP
     step. Returns ``None`` if some DP step has no finite guarantee (a bound
-    read from the data). A step whose input width is not public before the
-    fit (after a private category selection, behind a callable column
-    selector) and whose plan needs it is planned at its own nominal
-    ``(epsilon, delta)`` (its fit is calibrated to it at the width it gets):
-    an upper bound, so a budget split with it spends at most the budget. A
-    step that cannot be planned at a known width raises ``ValueError`` naming
-    the step and the widths.
+    read from the data).
+
+    A step whose input width is not public before the fit (after a private
+    category selection, behind a callable column selector) is planned by
+    :func:`width_free_events`: when its plan has the same price at every
+    probed width (the default models after ``DPOneHotEncoder()``: their
+    Gaussian releases are calibrated to one Gaussian-DP parameter whatever
+    the width), that price is exact and takes part in a budget split like
+    any other. Where the plan depends on the width (a
+    ``DPStandardScaler(bounds="auto")``, whose per-column bound selections
+    depend on it), the step is planned at its own nominal ``(epsilon,
+    delta)`` (its fit is calibrated to it at the width it gets): an upper
+    bound, so a budget split with it spends at most, not exactly, the
+    budget. A step that cannot be planned at a known width raises
+    ``ValueError`` naming the step and the widths.
     """
     leaves = [leaf for leaf in walk_steps(estimator, n_features=n_features, feature_names=feature_names)
               if step_kind(leaf.step) == "dp"]
     events = []
     for i, leaf in enumerate(leaves):
         extra = {"n_targets": n_targets} if n_targets is not None and i == len(leaves) - 1 else {}
+        if leaf.n_features is None:
+            ev = width_free_events(leaf.step, n_samples, **extra)
+            if ev is not None:
+                events.extend(ev)
+                continue
         try:
             ev = leaf.step.planned_events(n_samples, leaf.n_features, **extra)
+            if ev is None:
+                return None
+            if leaf.n_features is None:
+                # planned without a width, yet not the same at every width (e.g. a solver chosen by the
+                # width): the width-free plan is not to be trusted
+                raise ValueError("its plan depends on the input width")
         except ValueError as exc:
             if leaf.n_features is None and _nominal_plan_allowed(leaf.step):
                 # the width is not public before the fit (e.g. after a private category selection): the

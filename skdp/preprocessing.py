@@ -6,13 +6,14 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import special
+from scipy import optimize, special
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._random import noise_source, shared_sources
-from ._utils import dp_steps, leak_message, leaky_steps, planned_leaf_events, released_dp_steps
+from ._utils import (dp_steps, leak_message, leaky_steps, planned_leaf_events, plans_nothing, released_dp_steps,
+                     walk_steps)
 from .exceptions import PrivacyLeakWarning
 from . import _dask, diagnostics
 from ._dask import is_dask_collection
@@ -840,7 +841,8 @@ def pipeline_privacy_spent(pipeline, delta=None):
     the DP steps' events compose sequentially, wherever they are nested: a
     ColumnTransformer is looked into (its fitted transformers, remainder
     included), as are FeatureUnions and nested Pipelines. ``delta`` defaults
-    to the sum of the DP steps' deltas. Replace-one neighbours, ``n`` public.
+    to the sum of the deltas of the DP steps that released something (an
+    encoder with given categories releases nothing). Replace-one neighbours, ``n`` public.
 
     ``epsilon`` is infinite, with a :class:`~skdp.PrivacyLeakWarning`, when
 
@@ -902,8 +904,8 @@ def pipeline_privacy_spent(pipeline, delta=None):
         raise TypeError("The pipeline contains no skdp step.")
     for s in steps:
         check_is_fitted(s, "privacy_spent_")
-    if delta is None:
-        delta = min(math.fsum(s.delta for s in steps), 1 - 1e-12)
+    if delta is None:  # the deltas of the steps that released something (not an encoder's given categories)
+        delta = min(math.fsum(s.delta for s in steps if s.privacy_events_), 1 - 1e-12)
     leaks = leaky_steps(pipeline, fitted=True)
     if leaks:
         warnings.warn(f"pipeline_privacy_spent is inf: {leak_message(leaks, has_dp=True)}", PrivacyLeakWarning,
@@ -968,9 +970,13 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     ``remainder``; the budget is set on the templates in ``transformers``,
     and ``clone`` copies it into the clones that the ColumnTransformer fits),
     a :class:`~sklearn.pipeline.FeatureUnion` or a nested Pipeline. They all
-    read the same rows, so they compose sequentially. Step ``i`` (in the
+    read the same rows, so they compose sequentially. A DP step that
+    releases nothing (its plan is empty: a :class:`DPOneHotEncoder` with
+    given ``categories``) draws no noise and takes no share; its parameters
+    are left as they are. The ``i``-th of the other DP steps (in the
     order of :func:`pipeline_privacy_spent`'s walk, outer steps first) gets
-    ``(s w_i epsilon, w_i delta)`` with ``w`` normalised to sum to one (equal
+    ``(s w_i epsilon, w_i delta)`` with ``w`` (``weights``, one per DP step
+    that spends) normalised to sum to one (equal
     shares by default). Without ``n_samples``, ``s = 1``: basic composition,
     so the pipeline is ``(epsilon, delta)``-DP (replace-one neighbours, ``n``
     public). With ``n_samples``, ``s >= 1`` is the largest factor for which
@@ -981,9 +987,16 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     ColumnTransformer's column selections (names are resolved with
     ``feature_names``, the columns of a DataFrame ``X``, when a selection needs
     them), encoders with given categories and fitted public steps. A step
-    whose width cannot be known that way and whose plan needs it (a
-    :class:`DPStandardScaler` with ``bounds="auto"`` after a step of unknown
-    width) raises a ``ValueError`` naming it. Returns the pipeline.
+    whose width is private before the fit (a model after
+    ``DPOneHotEncoder(categories="auto")``) takes part in the search with its
+    exact price when that price is the same at every width (the default
+    models: their Gaussian releases are calibrated to one Gaussian-DP
+    parameter whatever the width), so the pipeline then spends exactly
+    ``(epsilon, delta)``; where the price depends on the width (a
+    :class:`DPStandardScaler` with ``bounds="auto"`` behind a callable column
+    selector) the step is counted at its own ``(epsilon, delta)``, an upper
+    bound, and the pipeline spends at most the budget (see the user guide's
+    accounting page). Returns the pipeline.
 
     Refused (``ValueError`` naming the step, e.g.
     ``"columntransformer__num__scaler"``) when the pipeline has a step that
@@ -993,7 +1006,8 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     the same seed: equal ``random_state`` digests (``noise_source_``), so an
     ``int`` and a ``RandomState`` seeded with it, or two ``RandomState``
     instances in the same state, are refused too (they would draw the same
-    noise).
+    noise). A step that releases nothing draws nothing, so its seed is not
+    compared.
 
     Examples
     --------
@@ -1019,6 +1033,13 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     leaks = leaky_steps(pipeline)
     if leaks:
         raise ValueError(f"set_pipeline_budget refuses this pipeline: {leak_message(leaks, has_dp=True)}")
+    # a step that releases nothing (an encoder with given categories) draws no noise and spends nothing:
+    # it takes no share and cannot share noise with another step
+    widths = {id(leaf.step): leaf.n_features for leaf in walk_steps(pipeline, n_features=n_features,
+                                                                      feature_names=feature_names)}
+    steps = [s for s in steps if not plans_nothing(s, n_samples, widths.get(id(s)))]
+    if not steps:
+        return pipeline
     # the digest of the generator each step's fit would start from: an int and a RandomState seeded with
     # it, or two RandomState instances in the same state, draw the same noise
     shared = shared_sources(noise_source(s) for s in steps)
@@ -1031,7 +1052,8 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
         )
     w = np.ones(len(steps)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(steps),) or np.any(w <= 0):
-        raise ValueError(f"weights must be {len(steps)} positive numbers, got {weights!r}.")
+        raise ValueError(f"weights must be {len(steps)} positive numbers (one per DP step that spends), got "
+                         f"{weights!r}.")
     w = w / w.sum()
 
     def assign(scale):
@@ -1053,13 +1075,18 @@ def set_pipeline_budget(pipeline, epsilon, delta, weights=None, n_samples=None, 
     while total(hi * 2) <= epsilon and hi < 1 / w.max():
         lo, hi = hi * 2, hi * 2
     hi = min(hi * 2, 1 / w.max() + 1e-12)
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        if total(mid) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-6:
-            break
+    # the largest scale priced within the budget: Brent's method on the (increasing) price, keeping the
+    # largest scale seen that is within it (every scale tried is priced, so the one kept is feasible)
+    best = [lo]
+
+    def excess(scale):
+        over = total(scale) - epsilon
+        if over <= 0 and scale > best[0]:
+            best[0] = scale
+        return over
+
+    if excess(hi) > 0:
+        optimize.brentq(excess, lo, hi, xtol=1e-7 * lo, rtol=1e-10, maxiter=100)
+    lo = best[0]
     assign(lo)
     return pipeline

@@ -25,9 +25,9 @@ from skdp import (
     pipeline_privacy_spent,
     set_pipeline_budget,
 )
-from skdp._utils import step_kind, walk_steps
+from skdp._utils import step_kind, walk_steps, width_free_events
 from skdp.model_selection import DPGridSearchCV, search_privacy_cost
-from skdp.privacy import price
+from skdp.privacy import GaussianEvent, price
 
 NUM = ["a", "b", "c", "d"]
 CAT = ["s", "t"]
@@ -239,16 +239,57 @@ def test_private_encoder_widths_are_planned():
     given.fit(X, y)
     assert given[-1].n_features_in_ == 9
     assert pipeline_privacy_spent(given).epsilon == pytest.approx(1.0, abs=1e-3)
-    # with categories="auto" the encoded width is released by the fit: the model is planned at its own
-    # nominal (epsilon, delta), an upper bound, so the pipeline spends at most its budget
+    # with categories="auto" the encoded width is released by the fit, but the model's price is the same at
+    # every width (its Gaussian releases are calibrated to one GDP parameter): planned exactly, so the
+    # pipeline spends exactly its budget (it spent 0.71 when the model was planned at its nominal budget)
     auto = set_pipeline_budget(_composite(encoder=DPOneHotEncoder()), 1.0, DELTA, n_samples=N, n_features=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         auto.fit(X, y)
     spent = pipeline_privacy_spent(auto)
-    assert 0.5 < spent.epsilon <= 1.0 + 1e-9
+    assert spent.epsilon == pytest.approx(1.0, abs=1e-4) and spent.epsilon <= 1.0 + 1e-9
     steps = [auto[0].named_transformers_[name] for name in ("dpstandardscaler", "dponehotencoder")] + [auto[-1]]
     assert spent.epsilon == pytest.approx(price(_released_events(*steps), DELTA).budget.epsilon, rel=1e-12)
+
+
+def test_a_step_that_releases_nothing_takes_no_share_and_no_seed_check():
+    from skdp.preprocessing import DPOneHotEncoder
+
+    X, y = _frame()
+    pipe = _composite(encoder=DPOneHotEncoder(categories=CATS))
+    # two weights: one per step that spends (the scaler and the model), none for the free encoder
+    set_pipeline_budget(pipe, 1.0, DELTA, weights=[1, 1], n_samples=N, n_features=6).fit(X, y)
+    enc = pipe[0].named_transformers_["dponehotencoder"]
+    assert enc.privacy_events_ == [] and enc.noise_source_ is None
+    steps = [pipe[0].named_transformers_["dpstandardscaler"], pipe[-1]]
+    spent = pipeline_privacy_spent(pipe)
+    # exactly the budget (an equal third for the encoder left 0.47 of it unspent), priced independently
+    assert spent.delta == pytest.approx(DELTA)
+    assert spent.epsilon == pytest.approx(1.0, abs=1e-4) and spent.epsilon <= 1.0 + 1e-9
+    assert spent.epsilon == pytest.approx(price(_released_events(*steps), DELTA).budget.epsilon, rel=1e-12)
+    assert sum(s.delta for s in steps) == pytest.approx(DELTA)
+    # a seed on the step that draws nothing is not a shared noise source; on two steps that draw, it is
+    seeded = _composite(encoder=DPOneHotEncoder(categories=CATS, random_state=0))
+    seeded.set_params(dplogisticregression__random_state=0)
+    set_pipeline_budget(seeded, 1.0, DELTA, n_samples=N, n_features=6)
+    both = _composite(scaler=DPStandardScaler(bounds=(-4, 4), random_state=0))
+    both.set_params(dplogisticregression__random_state=0)
+    with pytest.raises(ValueError, match="same random_state"):
+        set_pipeline_budget(both, 1.0, DELTA, n_samples=N, n_features=6)
+
+
+def test_width_free_plans_price_as_every_width_and_width_dependent_ones_are_not_taken():
+    model = DPLogisticRegression(epsilon=0.6, delta=DELTA / 2)
+    free = width_free_events(model, 20000)
+    assert free is not None and isinstance(free[-1], GaussianEvent)
+    other = DPStandardScaler(epsilon=0.3, delta=DELTA / 2, bounds=(-4, 4)).planned_events(20000, 4)
+    # the step's events do differ with the width (the gradient schedule), its price with others does not
+    assert model.planned_events(20000, 5) != model.planned_events(20000, 300)
+    for width in (3, 37, 103, 300, 5000):
+        exact = price(other + model.planned_events(20000, width), DELTA).budget.epsilon
+        assert price(other + free, DELTA).budget.epsilon == pytest.approx(exact, rel=1e-9)
+    # a scaler choosing its bounds per column prices differently at one column than at more: not width-free
+    assert width_free_events(DPStandardScaler(epsilon=0.3, delta=DELTA, bounds="auto"), 20000) is None
 
 
 def test_search_plans_each_step_with_its_width():
