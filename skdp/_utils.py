@@ -404,10 +404,12 @@ def plans_nothing(step, n_samples=None, n_features=None):
 
 
 #: the input widths at which a DP step whose width is private before the fit is planned (see
-#: :func:`width_free_events`): every width up to 16, then about 1.5 times apart (the 256 / 257 pair
-#: on either side of the gradient solvers' curvature limit) up to 2^20 columns
-PROBE_WIDTHS = tuple(range(1, 17)) + (24, 32, 48, 64, 96, 128, 192, 256, 257, 384, 512, 768, 1024, 1536,
-                                      2048, 4096, 8192, 16384, 65536, 2 ** 18, 2 ** 20)
+#: :func:`width_free_events`): a factor of 2 to 4 apart up to 2^20 columns, with the 256 / 257 pair on
+#: either side of the gradient solvers' curvature limit
+PROBE_WIDTHS = (1, 2, 3, 4, 8, 16, 64, 256, 257, 1024, 2 ** 14, 2 ** 20)
+
+#: verdicts of :func:`width_free_events`, by the step's class, parameters, ``n_samples`` and options
+_WIDTH_FREE_CACHE = {}
 
 
 def _normal_form(events):
@@ -450,6 +452,23 @@ def width_free_events(step, n_samples, widths=PROBE_WIDTHS, **extra):
     covers the rules of the skdp solvers, whose schedules change with the
     width at thresholds the probes bracket.
     """
+    try:
+        key = (type(step), repr(sorted(step.get_params(deep=False).items())), int(n_samples),
+               repr(sorted(extra.items())), tuple(widths))
+    except Exception:  # pragma: no cover - a step without get_params is planned afresh
+        key = None
+    if key is not None and key in _WIDTH_FREE_CACHE:
+        cached = _WIDTH_FREE_CACHE[key]
+        return None if cached is None else list(cached)
+    events = _width_free_events(step, n_samples, widths, extra)
+    if key is not None:
+        if len(_WIDTH_FREE_CACHE) > 1024:
+            _WIDTH_FREE_CACHE.clear()
+        _WIDTH_FREE_CACHE[key] = None if events is None else tuple(events)
+    return events
+
+
+def _width_free_events(step, n_samples, widths, extra):
     from .privacy import GaussianEvent
 
     first, top = None, 0.0
