@@ -70,7 +70,7 @@ def refuse_unreliable_selection(estimator, k, X):
     epsilon = estimator.epsilon
     if k and _selection_needed(n_samples) > 0.5 * epsilon / k:
         raise ValueError(
-            f"{type(estimator).__name__}: {n_samples} rows at epsilon={epsilon:g} are too few to choose {k} "
+            f"{type(estimator).__name__}: n_samples={n_samples} rows at epsilon={epsilon:g} are too few to choose {k} "
             f"bound(s) privately (each selection needs epsilon >= {_selection_needed(n_samples):.3g}, i.e. "
             f"45.5 / n, but can get at most {0.5 * epsilon / k:.3g}); a bound chosen that way may land far "
             "from the data, and a regressor's predictions with it. Give public bounds (data_norm, label_bound: "
