@@ -325,8 +325,9 @@ def zcdp_rho(epsilon, delta):
     while zcdp_epsilon(hi, delta) < epsilon:
         hi *= 2
     rho = optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, rho_simple, hi, xtol=1e-15, rtol=1e-13)
-    while zcdp_epsilon(rho, delta) > epsilon:  # pragma: no cover
-        rho = math.nextafter(rho, 0.0)
+    step = math.ulp(rho)  # back off until feasible, the step doubling (one ulp at a time took 1e6 steps)
+    while zcdp_epsilon(rho, delta) > epsilon:
+        rho, step = max(rho - step, 0.0), 2 * step
     return rho
 
 
