@@ -42,12 +42,6 @@ FORBIDDEN = {
 ALLOWED_MODULES = {
     # being edited in parallel; cleaned in the next change
     "skdp.preprocessing": "being edited in parallel; cleaned in the next change",
-    # being edited in parallel; cleaned in the next change
-    "skdp.privacy.quantile": "being edited in parallel; cleaned in the next change",
-    # being edited in parallel; cleaned in the next change
-    "skdp.bounds": "being edited in parallel; cleaned in the next change",
-    # being edited in parallel; cleaned in the next change
-    "skdp._utils": "being edited in parallel; cleaned in the next change",
 }
 
 

@@ -20,11 +20,11 @@ Every selection here is floating-point safe by default (``secure=True``): the
 scores are rounded to a power-of-two grid of at most 1/1000 (whose cost is
 charged: score sensitivity ``1 + grid``) and the exponential mechanism is
 sampled exactly (:func:`skdp.privacy.discrete.exponential_mechanism`); the
-event is the same ``BoundedRangeEvent(epsilon)``. It costs about 0.1% more
-noise and 0.2 ms per selection over the 43 or 87 candidates of the default
-grids, about 2 ms over the 11,111 of the wide grid
-(``benchmarks/bench_secure_noise.py``); ``secure=False`` draws Gumbel
-report-noisy-max instead (the scalers' per-feature ranges do).
+event is the same ``BoundedRangeEvent(epsilon)``. The rounding costs a
+fraction of the grid step in noise, and the exact sampler time linear in the
+number of candidates (:doc:`/user_guide/verifying` gives the measured cost);
+``secure=False`` draws Gumbel report-noisy-max instead (the scalers'
+per-feature ranges do: thousands of candidates per feature).
 """
 
 import math
@@ -42,7 +42,7 @@ __all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
 #: grid keeps the total mass of the candidates far above the data (all scored -q n) small,
-#: which matters at small epsilon * n (chosen on benchmarks/bench_utility.py).
+#: which matters at small epsilon * n (see :doc:`/user_guide/defaults`).
 DEFAULT_NORM_GRID = np.geomspace(1e-2, 1e5, 43)
 
 #: Public candidates for a signed location (e.g. the median label): -1e5 .. 1e5 through 0.
