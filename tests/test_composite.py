@@ -278,6 +278,25 @@ def test_a_step_that_releases_nothing_takes_no_share_and_no_seed_check():
         set_pipeline_budget(both, 1.0, DELTA, n_samples=N, n_features=6)
 
 
+def test_search_neither_refuses_nor_pays_a_step_that_releases_nothing():
+    from skdp.preprocessing import DPOneHotEncoder
+
+    X, y = _frame()
+    pipe = _composite(encoder=DPOneHotEncoder(categories=CATS, random_state=0, epsilon=0.123))
+    search = DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.01, 1.0]}, epsilon=2.0, delta=DELTA,
+                            random_state=0).fit(X, y)  # the seed of a step that draws nothing is not refused
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+    best = search.best_estimator_
+    enc, scaler = best[0].named_transformers_["dponehotencoder"], best[0].named_transformers_["dpstandardscaler"]
+    # the budget is split between the two steps that spend; the encoder's parameters are left as given
+    assert enc.privacy_events_ == [] and enc.epsilon == 0.123
+    assert scaler.epsilon == pytest.approx(best[-1].epsilon) and scaler.delta == pytest.approx(best[-1].delta)
+    gs = GridSearchCV(clone(pipe), {"dplogisticregression__alpha": [0.01, 1.0]}, cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        assert np.isfinite(search_privacy_cost(gs, X, y).epsilon)
+
+
 def test_width_free_plans_price_as_every_width_and_width_dependent_ones_are_not_taken():
     model = DPLogisticRegression(epsilon=0.6, delta=DELTA / 2)
     free = width_free_events(model, 20000)

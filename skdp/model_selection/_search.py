@@ -24,7 +24,8 @@ from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_sc
 from ..privacy.ledger import active_ledger, suspend_active_ledger
 from .._random import assign_child_seed, child_source, generator, root_seed, shared_sources
 from .._release import check_charged
-from .._utils import dp_steps, leak_message, leaky_steps, named_steps, planned_leaf_events, step_kind, walk_steps
+from .._utils import (dp_steps, leak_message, leaky_steps, named_steps, planned_leaf_events, plans_nothing, step_kind,
+                      walk_steps)
 from ..exceptions import PrivacyLeakWarning
 from ..privacy.accounting import gdp_epsilon, gdp_mu
 
@@ -130,7 +131,7 @@ def search_privacy_cost(search, X, y=None, delta=None):
                           PrivacyLeakWarning, stacklevel=2)
             return PrivacyBudget(math.inf, delta)
     seeded = sorted({type(s).__name__ for _, est in [({}, base), *built] for s in dp_steps(est)
-                     if s.random_state is not None})
+                     if s.random_state is not None and not plans_nothing(s)})
     if seeded and len(candidates) * (len(sizes) + int(bool(search.refit))) > 1:
         warnings.warn(
             f"search_privacy_cost is inf: {seeded} have a fixed random_state, which clone copies into every "
@@ -186,7 +187,8 @@ def _set_budget(est, epsilon, delta, seed=None):
     budget (a parameter) but not the child seed; its ``random_state`` is ``None`` (checked before the
     search), so it draws fresh OS entropy.
     """
-    dp = [leaf for leaf in walk_steps(est) if step_kind(leaf.step) == "dp"]
+    # a step that releases nothing (an encoder with given categories) takes no share
+    dp = [leaf for leaf in walk_steps(est) if step_kind(leaf.step) == "dp" and not plans_nothing(leaf.step)]
     children = [None] * len(dp)
     if seed is not None:
         seq, source = seed
@@ -684,7 +686,7 @@ def _check_candidate(est, where, classifier):
         raise TypeError(f"DPGridSearchCV needs an skdp estimator, or a Pipeline ending in one; got "
                         f"{type(est).__name__}{where}.")
     seeded = [leaf.name for leaf in walk_steps(est) if leaf.cloned and step_kind(leaf.step) == "dp"
-              and leaf.step.random_state is not None]
+              and leaf.step.random_state is not None and not plans_nothing(leaf.step)]
     if seeded:
         # a ColumnTransformer fits clones: the search's independent child seeds cannot reach them, and a
         # fixed seed would be copied into every candidate's clone (the same noise in every candidate)
