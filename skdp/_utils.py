@@ -448,9 +448,12 @@ def width_free_events(step, n_samples, widths=PROBE_WIDTHS, **extra):
     at any probed width. Otherwise (e.g. a step whose bound selection spends
     per column, or a solver whose budget split changes with the width)
     ``None``: the caller plans the step at its nominal ``(epsilon, delta)``,
-    an upper bound. Widths between the probes are not planned; the check
-    covers the rules of the skdp solvers, whose schedules change with the
-    width at thresholds the probes bracket.
+    an upper bound. Widths between the probes are not planned: the check
+    finds every price that changes with the width at a threshold (a rule
+    ``width <= t`` with t below 2^20, as the skdp solvers' schedules have), since the probes
+    on either side of it differ; a price that differed only on a range of
+    widths strictly between two probes would not be found. Verdicts are
+    cached by the step's class, parameters, ``n_samples`` and options.
     """
     try:
         key = (type(step), repr(sorted(step.get_params(deep=False).items())), int(n_samples),
