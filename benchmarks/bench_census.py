@@ -17,7 +17,8 @@ of ``CENSUS_LIKE_BOUNDS``, 8 string columns. Pipelines:
 For each: the reported ``pipeline_privacy_spent`` (epsilon at the pipeline's
 delta), the price of the fitted steps' ``privacy_events_`` recomputed with
 ``skdp.privacy.price``, the mean test accuracy over ``--fits`` fits, and the
-median fit time (``set_pipeline_budget`` timed apart). Then ``DPGridSearchCV``
+median fit time (``set_pipeline_budget`` timed apart: its median, and its first call, before the
+planning cache of ``skdp._utils.width_free_events`` holds the verdicts). Then ``DPGridSearchCV``
 (``cv=3``) over the ``dp`` pipeline, and (``--sweep``) the accuracy of the
 ``dp`` pipeline at several epsilons.
 
@@ -102,6 +103,7 @@ def run_kind(kind, data, epsilon, fits):
             recomputed.append(price(events, spent.delta).budget.epsilon)
     return dict(kind=kind, acc=float(np.mean(accs)), acc_sd=float(np.std(accs)), fit_s=float(np.median(times)),
                 budget_s=float(np.median(budget_times)) if budget_times else float("nan"),
+                budget_first_s=budget_times[0] if budget_times else float("nan"),
                 eps=max(reported) if reported else float("nan"),
                 eps_min=min(reported) if reported else float("nan"),
                 eps_recomputed=max(recomputed) if recomputed else float("nan"))
@@ -130,16 +132,16 @@ def main():
     print(f"census-like: {N_TRAIN} training rows, {N_TEST} test rows; epsilon={args.epsilon}, delta={DELTA}, "
           f"{args.fits} fits each")
     print(f"{'pipeline':<10} {'accuracy':>9} {'sd':>7} {'reported eps':>13} {'recomputed':>11} "
-          f"{'fit s':>7} {'budget s':>9}")
+          f"{'fit s':>7} {'budget s':>9} {'first':>7}")
     rows = [run_kind(k, data, args.epsilon, args.fits) for k in ("sklearn", "dp", "given", "dp_given")]
     for r in rows:
         print(f"{r['kind']:<10} {r['acc']:>9.4f} {r['acc_sd']:>7.4f} {r['eps']:>13.6f} {r['eps_recomputed']:>11.6f} "
-              f"{r['fit_s']:>7.3f} {r['budget_s']:>9.3f}")
+              f"{r['fit_s']:>7.3f} {r['budget_s']:>9.3f} {r['budget_first_s']:>7.3f}")
     sk = rows[0]
     for r in rows[1:]:
         print(f"{r['kind']}: accuracy {r['acc'] - sk['acc']:+.4f} against sklearn, fit time "
-              f"{r['fit_s'] / sk['fit_s']:.2f}x sklearn's (with set_pipeline_budget "
-              f"{(r['fit_s'] + r['budget_s']) / sk['fit_s']:.2f}x); reported epsilon in "
+              f"{r['fit_s'] / sk['fit_s']:.2f}x sklearn's (with a first, uncached set_pipeline_budget "
+              f"{(r['fit_s'] + r['budget_first_s']) / sk['fit_s']:.2f}x); reported epsilon in "
               f"[{r['eps_min']:.6f}, {r['eps']:.6f}]")
     s = run_search(data, args.epsilon)
     print(f"DPGridSearchCV(cv=3, epsilon={args.epsilon}): spent {s['spent']}, best {s['best']}, test accuracy "
