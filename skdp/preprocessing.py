@@ -199,10 +199,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     epsilon the box sensitivity makes the means noisy (diabetes, ``n = 309``,
     ``d = 10``, bounds 20% wider than the data, epsilon about 0.5: the means
     are off by about half a standard deviation per feature), and clipping the
-    rows at a private quantile of their norms removes most of that noise
-    (``benchmarks/bench_private_preprocessing.py``: diabetes R^2 of
-    ``DPStandardScaler + DPRidge(data_norm="auto")`` at a total epsilon of 1
-    goes from 0.11 to 0.16; breast_cancer accuracy is unchanged at 0.92). With many rows the noise is negligible and
+    rows at a private quantile of their norms removes most of that noise (the
+    measurements are in :doc:`/user_guide/defaults`). With many rows the noise is negligible and
     the clipping bias is not (``scale_`` then underestimates the standard
     deviation of heavy rows), so the default is ``None``, which converges to
     sklearn's ``StandardScaler``.
@@ -236,7 +234,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``epsilon`` when ``delta = 0``); the rest goes to the second moments.
         The default favours the means: for a downstream linear model a wrong
         centre shifts every row, a wrong scale only reweights one feature
-        (chosen on breast_cancer, ``benchmarks/bench_utility.py``).
+        (see :doc:`/user_guide/defaults`).
     clip_norm : float, "auto" or None, default=None
         Radius ``c`` of the L2 ball the rows ``u`` (units of each feature's
         range, centred at the midpoint of the bounds; ``||u|| <= sqrt(d)/2``
@@ -257,13 +255,11 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``(epsilon, delta)`` (the accountant composes bounded-range and
         Gaussian events more tightly than by adding epsilons). Unused when
         neither is ``"auto"``. ``"auto"``: 0.7 with ``bounds="auto"``, 0.2
-        with public bounds and ``clip_norm="auto"``. Chosen on breast_cancer
-        and diabetes with raw features (``benchmarks/bench_scaler_bounds.py``,
-        10 seeds, total epsilon 0.5 to 8): private bounds are what limits
-        the pipeline (they decide how much of each feature survives the
-        clipping, and the noise of the means is proportional to their range),
-        and 0.7 was as good as or better than 0.2, 0.35 and 0.5 at every
-        epsilon; a radius alone is cheap to locate.
+        with public bounds and ``clip_norm="auto"``: private bounds are what
+        limits the pipeline (they decide how much of each feature survives
+        the clipping, and the noise of the means is proportional to their
+        range), while a radius alone is cheap to locate (the comparison is in
+        :doc:`/user_guide/defaults`).
     random_state : int, RandomState instance or None, default=None
         ``None``: the noise of every fit comes from 128 bits of fresh OS entropy,
         never from numpy's global generator. A seed makes the fit reproducible;
@@ -299,8 +295,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         from ``n``, and within ``tau`` of the truth otherwise (``t = 1``:
         relative error ``<= tau / n``, 2.3% at ``n = 1000``, which moves
         ``mean_`` by at most ``tau / (2 n)`` of the range, 1.3 noise standard
-        deviations there in the worst case of a mean at a bound;
-        ``benchmarks/bench_weighted_scaler.py``). See
+        deviations there in the worst case of a mean at a bound). See
         :doc:`/user_guide/weights`.
 
     Attributes
@@ -514,7 +509,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         events, self.quantile_ = [], None
         if _is_auto(self.bounds):  # 2 d private quantiles over the wide public grid
             self.quantile_ = _warn_unlocated(self, n, eps0)
-            # Gumbel draws: 2 d selections over 11,111 candidates would take about 2 ms each exactly
+            # Gumbel draws: 2 d exact selections over 11,111 candidates each would dominate the fit's time
             lo, hi, event = private_feature_ranges(X, self.quantile_, eps0, rng, secure=False)
             events.append(event)
         U = _unit_box(X, lo, hi)

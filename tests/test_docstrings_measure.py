@@ -39,10 +39,7 @@ FORBIDDEN = {
 }
 
 #: modules whose docstrings still quote measurements, each with its reason; the lead empties this list
-ALLOWED_MODULES = {
-    # being edited in parallel; cleaned in the next change
-    "skdp.preprocessing": "being edited in parallel; cleaned in the next change",
-}
+ALLOWED_MODULES = {}
 
 
 def _module_names():
