@@ -496,7 +496,7 @@ def _epsilon_doc(cls):
 
     doc = cls.__doc__
     match = re.search(r"\n    (epsilon(?:, delta)? : [^\n]*\n(?:        [^\n]*\n)*)", doc)
-    return match.group(1) if match else ""
+    return " ".join(match.group(1).split()) if match else ""  # one line: the entry's words
 
 
 def test_every_estimator_says_that_infinite_epsilon_is_refused_and_refuses_it():
@@ -508,6 +508,9 @@ def test_every_estimator_says_that_infinite_epsilon_is_refused_and_refuses_it():
                if hasattr(c, "get_params") and "epsilon" in c().get_params()]
     assert len(classes) >= 9
     X, y = np.random.RandomState(0).randn(40, 2), np.arange(40) % 2
+    from skdp.model_selection import DPGridSearchCV
+
+    assert "``inf`` is refused" in _epsilon_doc(DPGridSearchCV)
     for cls in classes:
         assert "``inf`` is refused" in _epsilon_doc(cls), cls.__name__
         with pytest.raises(ValueError, match="'epsilon' parameter"):

@@ -276,7 +276,8 @@ class DPGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         searches do): candidates share no step, and the grid's own objects
         are neither fitted nor given a budget.
     epsilon : float, default=1.0
-        Total epsilon for the whole search.
+        Total epsilon for the whole search, > 0 and finite (``inf`` is
+        refused: a search without privacy is scikit-learn's ``GridSearchCV``).
     delta : float, default=1e-5
         Total delta for the whole search.
     validation_fraction : float, default=0.2
