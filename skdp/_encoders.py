@@ -248,7 +248,7 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         ``"seed:<digest>"`` of the seeded generator; ``None`` with given
         categories (no noise is drawn).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Defined when ``X`` has string column names.
 
     See Also
