@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import get_tags
 
+from .privacy import ApproxDPEvent, GaussianEvent
+
 __all__ = [
     "dp_steps",
     "leak_message",
@@ -422,7 +424,6 @@ def _normal_form(events):
     """
     from collections import Counter
 
-    from .privacy import GaussianEvent
 
     mu2, rest = 0.0, Counter()
     for ev in events:
@@ -472,7 +473,6 @@ def width_free_events(step, n_samples, widths=PROBE_WIDTHS, **extra):
 
 
 def _width_free_events(step, n_samples, widths, extra):
-    from .privacy import GaussianEvent
 
     first, top = None, 0.0
     for w in widths:
@@ -538,7 +538,6 @@ def planned_leaf_events(estimator, n_samples, n_features=None, n_targets=None, f
             if leaf.n_features is None and _nominal_plan_allowed(leaf.step):
                 # the width is not public before the fit (e.g. after a private category selection): the
                 # step's fit is calibrated to its own (epsilon, delta) at the width it gets, so plan that
-                from .privacy import ApproxDPEvent
 
                 events.append(ApproxDPEvent(float(leaf.step.epsilon), float(leaf.step.delta)))
                 continue
