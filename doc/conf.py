@@ -63,7 +63,7 @@ def _solver_table():
     lines = [".. list-table::", "   :header-rows: 1", "   :widths: 12 24 14 8 18 24", "",
              "   * - solver", "     - source", "     - losses", "     - set", "     - privacy", "     - defaults"]
     for r in rows:
-        page = r["reference"][len("doc"):-len(".rst")]  # "doc/papers/seed004.rst" -> "/papers/seed004"
+        page = r["reference"][len("doc"):-len(".rst")]  # "doc/papers/wang2021.rst" -> "/papers/wang2021"
         lines += [f"   * - ``{r['solver']}``", f"     - {r['source']} (:doc:`deviations <{page}>`)",
                   f"     - {', '.join(r['losses'])}",
                   f"     - {r['constraint']}", f"     - {r['privacy']}", f"     - {r['defaults']}"]

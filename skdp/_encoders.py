@@ -1,4 +1,16 @@
-"""DPOneHotEncoder: one-hot encoding whose category sets are selected privately."""
+"""DPOneHotEncoder: one-hot encoding whose category sets are selected privately.
+
+References
+----------
+.. [1] A. Korolova, K. Kenthapadi, N. Mishra and A. Ntoulas, "Releasing search queries and
+   clicks privately", WWW 2009.
+.. [2] D. Desfontaines, J. Voss, B. Gipson and C. Mandayam, "Differentially private partition
+   selection", Proceedings on Privacy Enhancing Technologies 2022.
+.. [3] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
+.. [4] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions,
+   and lower bounds", TCC 2016. <https://arxiv.org/abs/1605.02065>
+"""
 
 import functools
 import math

@@ -5,6 +5,11 @@ The walk looks into the composite steps of scikit-learn (:class:`~sklearn.pipeli
 step that reads the private rows is found wherever it is nested, under a nested name such as
 ``"columntransformer__num__scaler"``, together with the width of its input where public information
 gives it (see :func:`walk_steps`).
+
+References
+----------
+.. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
 """
 
 from typing import NamedTuple

@@ -37,6 +37,23 @@ Reference: the hypothesis-testing characterisation of (epsilon, delta)-DP
 audits of Jagielski, Ullman and Oprea 2020 and Nasr et al. 2021, which turn
 Clopper-Pearson bounds on the error rates into an epsilon lower bound; see the
 skdp documentation page :doc:`/user_guide/verifying`.
+
+References
+----------
+.. [1] L. Wasserman and S. Zhou, "A statistical framework for differential privacy", Journal of
+   the American Statistical Association 105, 2010.
+.. [2] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential privacy",
+   ICML 2015; IEEE Transactions on Information Theory, 2017. <https://arxiv.org/abs/1311.0776>
+.. [3] M. Jagielski, J. Ullman and A. Oprea, "Auditing differentially private machine learning:
+   how private is private SGD?", NeurIPS 2020.
+.. [4] M. Nasr, S. Song, A. Thakurta, N. Papernot and N. Carlini, "Adversary instantiation:
+   lower bounds for differentially private machine learning", IEEE S&P 2021.
+   <https://doi.org/10.1109/SP40001.2021.00069>
+.. [5] T. Steinke, M. Nasr and M. Jagielski, "Privacy auditing with one (1) training run",
+   NeurIPS 2023. <https://arxiv.org/abs/2305.08846>
+.. [6] D. Kifer, A. Smith and A. Thakurta, "Private convex empirical risk minimization and
+   high-dimensional regression", COLT 2012, PMLR 23.
+   <https://proceedings.mlr.press/v23/kifer12.html>
 """
 
 import math

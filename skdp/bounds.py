@@ -6,9 +6,9 @@ labels around a public centre ``c``, and for some solvers ``||w||_2 <= M``.
 This module applies them and reports what it did. Wang, Ye and Xu 2017 and
 Zhang, Zheng, Mou and Wang 2017 assume such bounds without enforcing them;
 the strongly convex sensitivities need the intercept penalised like every
-other coordinate (see :doc:`/papers/seed002`), and objective perturbation's
+other coordinate (see :doc:`/papers/zhang_zheng_mou_wang2017`), and objective perturbation's
 constants must bound the augmented row, intercept column included (see
-:doc:`/papers/seed003`; user guide: :doc:`/user_guide/bounds`).
+:doc:`/papers/bassily_feldman_talwar_thakurta2019`; user guide: :doc:`/user_guide/bounds`).
 
 The intercept is an extra constant feature of value ``intercept_scaling``
 (``c0``). Raw rows are clipped to ``K_x = sqrt(K^2 - c0^2)`` *before* the column
@@ -18,6 +18,13 @@ A bound the user did not give is computed from the data; that emits
 :class:`~skdp.exceptions.PrivacyLeakWarning`, is stored on the estimator as a
 fitted attribute, and voids the guarantee (``privacy_spent_.epsilon`` is
 ``inf``). A bound is never written back into a parameter.
+
+References
+----------
+.. [1] J. Zhang, K. Zheng, W. Mou and L. Wang, "Efficient private ERM for smooth objectives",
+   IJCAI 2017. <https://arxiv.org/abs/1703.09947>
+.. [2] D. Wang, M. Ye and J. Xu, "Differentially private empirical risk minimization revisited:
+   faster and more general", NeurIPS 2017. <https://arxiv.org/abs/1802.05251>
 """
 
 import math

@@ -15,6 +15,14 @@ Adult census data: raw-scale numbers and string categories, for mixed-type
 pipelines.
 
 Every draw comes from ``check_random_state(random_state)``.
+
+References
+----------
+.. [1] L. Wang, "Towards efficient and effective privacy-preserving machine learning", PhD
+   dissertation, University of California, Los Angeles, 2021.
+   <https://escholarship.org/uc/item/3t58b68j>
+.. [2] R. Kohavi, "Scaling up the accuracy of naive-Bayes classifiers: a decision-tree hybrid",
+   KDD 1996.
 """
 
 import numpy as np

@@ -15,6 +15,15 @@ logistic       ``K``                                  ``K^2/4``       ``<= 1/4``
 multinomial    ``sqrt(2) K``                          ``K^2/2``       rank ``k - 1``
 squared        ``K (K M + B)`` on ``||w|| <= M``      ``K^2``         ``= 1``, rank 1
 =============  =====================================  ==============  =====================
+
+References
+----------
+.. [1] D. Wang, M. Ye and J. Xu, "Differentially private empirical risk minimization revisited:
+   faster and more general", NeurIPS 2017. <https://arxiv.org/abs/1802.05251>
+.. [2] J. Zhang, K. Zheng, W. Mou and L. Wang, "Efficient private ERM for smooth objectives",
+   IJCAI 2017. <https://arxiv.org/abs/1703.09947>
+.. [3] R. Bassily, V. Feldman, K. Talwar and A. Thakurta, "Private stochastic convex
+   optimization with optimal rates", NeurIPS 2019. <https://arxiv.org/abs/1908.09970>
 """
 
 import math
@@ -180,7 +189,7 @@ class SquaredLoss(_GLMLoss):
     It is not globally Lipschitz: the gradient bound ``K (K M + B)`` needs the
     coefficients on the ball ``||w|| <= M`` and labels ``|y| <= B``
     (Wang, Ye and Xu 2017 assume both bounds; objective perturbation must
-    therefore solve on that ball, see :doc:`/papers/seed003`).
+    therefore solve on that ball, see :doc:`/papers/bassily_feldman_talwar_thakurta2019`).
     """
 
     name = "squared"

@@ -3,7 +3,19 @@
 The L2 penalty ``(alpha/2) ||w||^2`` on the mean loss penalises **every**
 coordinate, the intercept column included: the strongly convex sensitivity
 bounds assume it (``2G/(n alpha)`` needs strong convexity in every coordinate;
-see :doc:`/papers/seed002`).
+see :doc:`/papers/zhang_zheng_mou_wang2017`).
+
+References
+----------
+.. [1] L. Wang, "Towards efficient and effective privacy-preserving machine learning", PhD
+   dissertation, University of California, Los Angeles, 2021.
+   <https://escholarship.org/uc/item/3t58b68j>
+.. [2] J. Duchi, S. Shalev-Shwartz, Y. Singer and T. Chandra, "Efficient projections onto the
+   l1-ball for learning in high dimensions", ICML 2008.
+.. [3] D. Wang, M. Ye and J. Xu, "Differentially private empirical risk minimization revisited:
+   faster and more general", NeurIPS 2017. <https://arxiv.org/abs/1802.05251>
+.. [4] R. Bassily, C. Guzmán and A. Nandi, "Non-Euclidean differentially private stochastic
+   convex optimization", COLT 2021. <https://arxiv.org/abs/2103.01278>
 """
 
 import math

@@ -1,4 +1,12 @@
-"""DP preprocessing: the scalers, and the encoder and pipeline tools re-exported from their modules."""
+"""DP preprocessing: the scalers, and the encoder and pipeline tools re-exported from their modules.
+
+References
+----------
+.. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
+.. [2] M. Cesar and R. Rogers, "Bounding, concentrating, and truncating: unifying privacy loss
+   composition for data analytics", ALT 2021. <https://arxiv.org/abs/2004.07223>
+"""
 
 import functools
 import math

@@ -71,13 +71,13 @@ def _file_tokens(text):
 #: "card 3.4", "the card's ...": the internal algorithm cards are not shipped; cite the paper or a doc page.
 #: The solver attribute and table column named ``card`` (in backticks, or ``card :`` in a numpydoc list) are fine.
 CARD = re.compile(r"(?<![`\w])[Cc]ards?\b(?!`| :)")
-#: an internal card's short name (``seed004``); the paper pages are ``papers/seed004`` (a toctree line is fine)
+#: an internal card's short name (``seed004``); the paper pages are ``papers/wang2021`` (a toctree line is fine)
 SEED = re.compile(r"(?<![/\w])seed0\d\d\b")
 DOC_ROLE = re.compile(r":doc:`(?:[^`<]*<)?([^`>]+)>?`")
 
 
 def _doc_target_exists(target, where):
-    """A ``:doc:`` target names a page of ``doc/``: absolute (``/papers/seed004``) from ``doc/``,
+    """A ``:doc:`` target names a page of ``doc/``: absolute (``/papers/wang2021``) from ``doc/``,
     relative from the citing page. Docstrings must use absolute targets (their generated pages
     live in ``doc/generated/``)."""
     doc = ROOT / "doc"
@@ -151,30 +151,30 @@ def _runtime_docs(module):
 def test_file_token_pattern():
     found = _file_tokens(
         "np.linalg.norm, skdp.privacy, e.g. the x.md file, ``benchmarks/bench_utility.py``, "
-        "(``../shared/algorithms/README.md``), doc/papers/seed004.rst, examples/plot_*.py, "
+        "(``../shared/algorithms/README.md``), doc/papers/wang2021.rst, examples/plot_*.py, "
         "https://example.org/notes.md, 1.5 and card 3.4b"
     )
     assert found == ["x.md", "benchmarks/bench_utility.py", "../shared/algorithms/README.md",
-                     "doc/papers/seed004.rst"]
+                     "doc/papers/wang2021.rst"]
 
 
 def test_exists_resolution():
     where = ROOT / "doc" / "user_guide" / "bounds.rst"
     assert _exists("benchmarks/bench_utility.py", where)
-    assert _exists("../papers/seed004.rst", where)  # relative to the citing page
+    assert _exists("../papers/wang2021.rst", where)  # relative to the citing page
     assert _exists("quickstart.py", where)  # bare name of a repository file
     assert not _exists("privacy_core.md", where)
     assert not _exists("../../../shared/algorithms/README.md", where)  # outside the repository
     assert _missing("see ``../shared/algorithms/README.md``", where, 1, "text")
-    assert not _missing("see :doc:`../papers/seed004` and :doc:`guarantees`", where, 1, "text")
+    assert not _missing("see :doc:`../papers/wang2021` and :doc:`guarantees`", where, 1, "text")
     assert _missing("see :doc:`../papers/seed999`", where, 1, "text")
     docstring = ROOT / "skdp" / "losses.py"
-    assert not _missing("see :doc:`/papers/seed003` and :doc:`the guide </user_guide/bounds>`", docstring, 1, "")
-    assert _missing("see :doc:`papers/seed003`", docstring, 1, "")  # relative: broken on generated pages
+    assert not _missing("see :doc:`/papers/bassily_feldman_talwar_thakurta2019` and :doc:`the guide </user_guide/bounds>`", docstring, 1, "")
+    assert _missing("see :doc:`papers/bassily_feldman_talwar_thakurta2019`", docstring, 1, "")  # relative: broken on generated pages
     assert _missing("(card section 3.3)", docstring, 1, "") and _missing("the card's step", docstring, 1, "")
     assert not _missing("``card`` (the deviations); card : str; discarded", docstring, 1, "")
     assert _missing("penalty (``seed004`` ch. 4)", docstring, 1, "")
-    assert not _missing(":doc:`/papers/seed004`, doc/papers/seed004.rst", docstring, 1, "")
+    assert not _missing(":doc:`/papers/wang2021`, doc/papers/wang2021.rst", docstring, 1, "")
     assert not _missing("   seed004", ROOT / "doc" / "papers" / "index.rst", 1, "")  # toctree entry
 
 

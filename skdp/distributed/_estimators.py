@@ -1,4 +1,4 @@
-"""Multi-party private logistic regression: ``mpc_grad_pert`` and ``mpc_output_pert`` (seed 004, chapter 6)."""
+"""Multi-party private logistic regression: ``mpc_grad_pert`` and ``mpc_output_pert`` (Wang 2021, dissertation, ch. 6)."""
 
 import functools
 import math
@@ -155,7 +155,7 @@ def split_parties(n_samples, n_parties=None, parties=None):
 class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, BaseEstimator):
     """Logistic regression trained privately across parties, each holding its own rows (one-vs-rest for more classes).
 
-    Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/seed004`): the objective is
+    Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/wang2021`): the objective is
     ``J(theta) = (1/m) sum_j (1/n_j) sum_i l(theta; x_i^(j), y_i^(j)) + (alpha/2) ||theta||^2``
     (every party weighted equally; with equal sizes this is the pooled ERM). The parties' sizes ``n_j`` are
     public; the unit of privacy is **one record of one party**, replace-one. Vectors are combined only through
@@ -176,7 +176,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
       logistic loss, ``G = data_norm``) to gradient norm ``tau = tol * 2 G / n_min``, the aggregate averages
       the models and adds noise for ``Delta = (2 G / (n_min alpha) + 2 tau / alpha) / m`` (Chaudhuri et al.
       Cor. 8, plus skdp's allowance for the inexact solve): the L2-Laplace (Gamma-norm) mechanism for ``delta = 0``
-      (the paper's experiments used i.i.d. Laplace at this scale, which is only ``sqrt(d) eps``-DP; see :doc:`/papers/seed004`),
+      (the paper's experiments used i.i.d. Laplace at this scale, which is only ``sqrt(d) eps``-DP; see :doc:`/papers/wang2021`),
       the analytic Gaussian for ``delta > 0``. The intercept column is penalised like every coordinate.
 
     ``n_parties=1`` is the single-party baseline run by the same code: one party holding every row.

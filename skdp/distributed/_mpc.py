@@ -1,6 +1,6 @@
 """Secure aggregation by additive secret sharing over a fixed-point ring (simulated parties).
 
-Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/seed004`): every party holds its own
+Wang 2021 (dissertation), ch. 6 (see :doc:`/papers/wang2021`): every party holds its own
 rows (the sizes are public); a vector a party contributes is encoded in fixed point in the ring
 ``Z_{2^64}``, split into ``m`` additive shares that are uniform on the ring (any ``m - 1`` of them reveal
 nothing), and only sums of shares are combined. :class:`SecureAggregator` is the ideal functionality of the

@@ -569,7 +569,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     non-zeros; ``predict_proba`` normalises the ``k`` sigmoids, as sklearn's
     one-vs-rest does.
     With ``dpsl_kt`` the student fits the teacher's logits by least squares
-    (Wang 2021, dissertation, ch. 3, Alg. 2; see :doc:`/papers/seed004`), so ``coef_`` is on the logit
+    (Wang 2021, dissertation, ch. 3, Alg. 2; see :doc:`/papers/wang2021`), so ``coef_`` is on the logit
     scale either way.
 
     Parameters

@@ -29,7 +29,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     subgradient (private, since privacy needs no smoothness; Bassily, Feldman,
     Talwar and Thakurta 2019, Alg. 1); ``nsgd_moreau`` runs it on the loss's
     Moreau envelope (a Huberised hinge per example; section 4 of the same paper,
-    see :doc:`/papers/seed003`), which has the better theoretical rate but was
+    see :doc:`/papers/bassily_feldman_talwar_thakurta2019`), which has the better theoretical rate but was
     less accurate on every benchmark we ran (:doc:`/user_guide/defaults`). The fitted
     model is (epsilon, delta)-differentially private for **replace-one**
     neighbouring datasets with the number of rows public.

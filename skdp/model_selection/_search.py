@@ -1,4 +1,9 @@
-"""Budget-aware model selection: DPGridSearchCV and the cost of a plain search."""
+"""Budget-aware model selection: DPGridSearchCV and the cost of a plain search.
+
+References
+----------
+.. [1] F. McSherry and K. Talwar, "Mechanism design via differential privacy", FOCS 2007.
+"""
 
 import math
 import uuid

@@ -25,6 +25,39 @@ Events of type :class:`~skdp.privacy.events.ApproxDPEvent` (mechanisms with
 their own (epsilon, delta) theorem, such as objective perturbation) are
 composed with the rest by basic composition: their deltas are subtracted from
 the target delta first, and their epsilons are added at the end.
+
+References
+----------
+.. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
+.. [2] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+   analytical calibration and optimal denoising", ICML 2018. <https://arxiv.org/abs/1805.06530>
+.. [3] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions,
+   and lower bounds", TCC 2016. <https://arxiv.org/abs/1605.02065>
+.. [4] P. Kairouz, S. Oh and P. Viswanath, "The composition theorem for differential privacy",
+   ICML 2015; IEEE Transactions on Information Theory, 2017. <https://arxiv.org/abs/1311.0776>
+.. [5] Y. Zhu, J. Dong and Y.-X. Wang, "Optimal accounting of differential privacy via
+   characteristic function", AISTATS 2022. <https://arxiv.org/abs/2106.08567>
+.. [6] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential
+   privacy", NeurIPS 2020. <https://arxiv.org/abs/2004.00010>
+.. [7] B. Balle, G. Barthe, M. Gaboardi, J. Hsu and T. Sato, "Hypothesis testing interpretations
+   and Rényi differential privacy", AISTATS 2020.
+.. [8] I. Mironov, "Rényi differential privacy", IEEE CSF 2017.
+   <https://arxiv.org/abs/1702.07476>
+.. [9] I. Mironov, K. Talwar and L. Zhang, "Rényi differential privacy of the sampled Gaussian
+   mechanism", arXiv preprint, 2019. <https://arxiv.org/abs/1908.10530>
+.. [10] C. Dwork and A. Roth, "The algorithmic foundations of differential privacy", Foundations
+   and Trends in Theoretical Computer Science 9(3-4), 2014. <https://doi.org/10.1561/0400000042>
+.. [11] K. Chaudhuri, C. Monteleoni and A. D. Sarwate, "Differentially private empirical risk
+   minimization", Journal of Machine Learning Research 12, 2011.
+   <https://arxiv.org/abs/0912.0071>
+.. [12] D. Durfee and R. Rogers, "Practical differentially private top-k selection with
+   pay-what-you-get composition", NeurIPS 2019.
+   <https://papers.nips.cc/paper/2019/hash/b139e104214a08ae3f2ebcce149cdf6e-Abstract.html>
+.. [13] M. Cesar and R. Rogers, "Bounding, concentrating, and truncating: unifying privacy loss
+   composition for data analytics", ALT 2021. <https://arxiv.org/abs/2004.07223>
+.. [14] R. Bassily, C. Guzmán and A. Nandi, "Non-Euclidean differentially private stochastic
+   convex optimization", COLT 2021. <https://arxiv.org/abs/2103.01278>
 """
 
 import math
@@ -835,7 +868,7 @@ def calibrate_bounded_range(count, epsilon, delta, relation="replace_one"):
     The exponential mechanism / Gumbel report-noisy-max is ``eps0``-bounded-range,
     hence ``eps0^2/8``-zCDP (Cesar-Rogers 2021), the calibration skdp uses instead
     of the Laplace noise and advanced composition of Bassily-Guzman-Nandi 2021,
-    Alg. 2 (see :doc:`/papers/seed001`); the accountant prices the
+    Alg. 2 (see :doc:`/papers/bassily_guzman_nandi2021`); the accountant prices the
     composition by the best of zCDP, RDP and basic composition, and this
     inverts it. Used by every Frank-Wolfe solver.
     """

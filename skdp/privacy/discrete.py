@@ -41,6 +41,18 @@ sqrt(d)) / sqrt(2 rho)`` gives ``rho``-zCDP, reported as
 against the analytic continuous Gaussian (priced exactly), so the same target
 needs somewhat more noise: the price of a release that is safe bit for bit
 (:doc:`/user_guide/verifying` gives the measured cost).
+
+References
+----------
+.. [1] I. Mironov, "On significance of the least significant bits for differential privacy", ACM
+   CCS 2012.
+.. [2] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential
+   privacy", NeurIPS 2020. <https://arxiv.org/abs/2004.00010>
+.. [3] A. Ghosh, T. Roughgarden and M. Sundararajan, "Universally utility-maximizing privacy
+   mechanisms", STOC 2009.
+.. [4] D. Durfee and R. Rogers, "Practical differentially private top-k selection with
+   pay-what-you-get composition", NeurIPS 2019.
+   <https://papers.nips.cc/paper/2019/hash/b139e104214a08ae3f2ebcce149cdf6e-Abstract.html>
 """
 
 import math

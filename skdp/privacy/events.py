@@ -9,6 +9,30 @@ relation the accountant is asked about; skdp's solvers compute them for
 per-row vectors bounded by ``C`` by ``2C``, not ``C``.
 
 Reference: the skdp documentation page :doc:`/user_guide/accounting`.
+
+References
+----------
+.. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
+.. [2] I. Mironov, K. Talwar and L. Zhang, "Rényi differential privacy of the sampled Gaussian
+   mechanism", arXiv preprint, 2019. <https://arxiv.org/abs/1908.10530>
+.. [3] K. Chaudhuri, C. Monteleoni and A. D. Sarwate, "Differentially private empirical risk
+   minimization", Journal of Machine Learning Research 12, 2011.
+   <https://arxiv.org/abs/0912.0071>
+.. [4] C. Dwork and A. Roth, "The algorithmic foundations of differential privacy", Foundations
+   and Trends in Theoretical Computer Science 9(3-4), 2014. <https://doi.org/10.1561/0400000042>
+.. [5] D. Kifer, A. Smith and A. Thakurta, "Private convex empirical risk minimization and
+   high-dimensional regression", COLT 2012, PMLR 23.
+   <https://proceedings.mlr.press/v23/kifer12.html>
+.. [6] I. Mironov, "Rényi differential privacy", IEEE CSF 2017.
+   <https://arxiv.org/abs/1702.07476>
+.. [7] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions,
+   and lower bounds", TCC 2016. <https://arxiv.org/abs/1605.02065>
+.. [8] D. Durfee and R. Rogers, "Practical differentially private top-k selection with
+   pay-what-you-get composition", NeurIPS 2019.
+   <https://papers.nips.cc/paper/2019/hash/b139e104214a08ae3f2ebcce149cdf6e-Abstract.html>
+.. [9] M. Cesar and R. Rogers, "Bounding, concentrating, and truncating: unifying privacy loss
+   composition for data analytics", ALT 2021. <https://arxiv.org/abs/2004.07223>
 """
 
 import math
@@ -218,7 +242,7 @@ class ApproxDPEvent:
     Used for mechanisms that are not additive-noise releases and therefore have
     no RDP curve we can vouch for, e.g. objective perturbation, whose guarantee
     comes from a change-of-variables argument (Kifer-Smith-Thakurta 2012;
-    recalibrated for replace-one, see :doc:`/papers/seed003`). They are
+    recalibrated for replace-one, see :doc:`/papers/bassily_feldman_talwar_thakurta2019`). They are
     composed with everything else by basic composition: epsilons add, deltas
     add.
     """

@@ -50,6 +50,18 @@ delta_sel)``, which the accountant composes exactly as this argument does
 version, its cost composes with the Gaussian solvers by GDP / RDP rather
 than by adding epsilons: at (1, 1e-5) the solver keeps about 0.9 of the
 noise budget instead of 0.75 of epsilon.
+
+References
+----------
+.. [1] A. Korolova, K. Kenthapadi, N. Mishra and A. Ntoulas, "Releasing search queries and
+   clicks privately", WWW 2009.
+.. [2] R. J. Wilson, C. Y. Zhang, W. Lam, D. Desfontaines, D. Simmons-Marengo and B. Gipson,
+   "Differentially private SQL with bounded user contribution", Proceedings on Privacy Enhancing
+   Technologies 2020.
+.. [3] D. Desfontaines, J. Voss, B. Gipson and C. Mandayam, "Differentially private partition
+   selection", Proceedings on Privacy Enhancing Technologies 2022.
+.. [4] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions,
+   and lower bounds", TCC 2016. <https://arxiv.org/abs/1605.02065>
 """
 
 import math

@@ -5,9 +5,19 @@ Estimators pass the one generator of their fit (``skdp._random.fit_randomness``)
 entropy for that fit (never numpy's global one), and an ``int`` gives
 reproducible draws.
 
-References: Chaudhuri, Monteleoni and Sarwate 2011, Alg. 1 (L2-Laplace
+Sources: Chaudhuri, Monteleoni and Sarwate 2011, Alg. 1 (L2-Laplace
 sampler, the pure-epsilon noise of Zhang et al. 2017, Alg. 1) and Bassily,
 Guzman and Nandi 2021, section 3 (generalized Gaussian).
+
+References
+----------
+.. [1] K. Chaudhuri, C. Monteleoni and A. D. Sarwate, "Differentially private empirical risk
+   minimization", Journal of Machine Learning Research 12, 2011.
+   <https://arxiv.org/abs/0912.0071>
+.. [2] J. Zhang, K. Zheng, W. Mou and L. Wang, "Efficient private ERM for smooth objectives",
+   IJCAI 2017. <https://arxiv.org/abs/1703.09947>
+.. [3] R. Bassily, C. Guzmán and A. Nandi, "Non-Euclidean differentially private stochastic
+   convex optimization", COLT 2021. <https://arxiv.org/abs/2103.01278>
 """
 
 import contextlib

@@ -13,7 +13,18 @@ All formulas are for **replace-one** neighbours: one swap moves the gradient
 sum by ``2 zeta``, while the printed constants (Kifer-Smith-Thakurta 2012, Alg. 1;
 Chaudhuri-Monteleoni-Sarwate 2011, Alg. 2; Bassily-Feldman-Talwar-Thakurta 2019,
 Thm 5.2) are for a change of ``zeta``. The recalibration is explained on the
-documentation page :doc:`/papers/seed003`.
+documentation page :doc:`/papers/bassily_feldman_talwar_thakurta2019`.
+
+References
+----------
+.. [1] K. Chaudhuri, C. Monteleoni and A. D. Sarwate, "Differentially private empirical risk
+   minimization", Journal of Machine Learning Research 12, 2011.
+   <https://arxiv.org/abs/0912.0071>
+.. [2] D. Kifer, A. Smith and A. Thakurta, "Private convex empirical risk minimization and
+   high-dimensional regression", COLT 2012, PMLR 23.
+   <https://proceedings.mlr.press/v23/kifer12.html>
+.. [3] R. Bassily, V. Feldman, K. Talwar and A. Thakurta, "Private stochastic convex
+   optimization with optimal rates", NeurIPS 2019. <https://arxiv.org/abs/1908.09970>
 """
 
 import math
@@ -25,7 +36,7 @@ def objective_perturbation_gaussian(zeta, lambda_h, n, alpha, epsilon, delta, ja
     """(sigma, extra_alpha) for (epsilon, delta)-DP objective perturbation, delta > 0.
 
     The replace-one recalibration of Kifer-Smith-Thakurta 2012, Thm 2 (see
-    :doc:`/papers/seed003`): split ``epsilon = eps_J + eps_N`` with ``eps_J = jacobian_fraction
+    :doc:`/papers/bassily_feldman_talwar_thakurta2019`): split ``epsilon = eps_J + eps_N`` with ``eps_J = jacobian_fraction
     * epsilon``; require ``n (alpha + extra) >= lambda_H / (exp(eps_J) - 1)``
     (``extra`` is the smallest added L2 strength that achieves it); draw
     ``b ~ N(0, sigma^2 I)`` with
@@ -52,7 +63,7 @@ def objective_perturbation_pure(zeta, lambda_h, n, alpha, epsilon):
     """(gamma_scale, extra_alpha) for epsilon-DP objective perturbation (CMS11 Alg. 2).
 
     Chaudhuri-Monteleoni-Sarwate 2011, Thm 9, rescaled to general constants
-    (``x -> x/K``, ``phi -> phi/L_phi``; see :doc:`/papers/seed003`):
+    (``x -> x/K``, ``phi -> phi/L_phi``; see :doc:`/papers/bassily_feldman_talwar_thakurta2019`):
     ``eps' = epsilon - 2 ln(1 + lambda_H/(n alpha))``; if
     ``eps' <= 0`` add ``Delta = lambda_H/(n (exp(epsilon/4) - 1)) - alpha`` and use
     ``eps' = epsilon/2``; then ``||b|| ~ Gamma(d, 2 zeta / eps')`` with a uniform

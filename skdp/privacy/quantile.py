@@ -25,6 +25,16 @@ fraction of the grid step in noise, and the exact sampler time linear in the
 number of candidates (:doc:`/user_guide/verifying` gives the measured cost);
 ``secure=False`` draws Gumbel report-noisy-max instead (the scalers'
 per-feature ranges do: thousands of candidates per feature).
+
+References
+----------
+.. [1] A. Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
+   STOC 2011.
+.. [2] D. Durfee and R. Rogers, "Practical differentially private top-k selection with
+   pay-what-you-get composition", NeurIPS 2019.
+   <https://papers.nips.cc/paper/2019/hash/b139e104214a08ae3f2ebcce149cdf6e-Abstract.html>
+.. [3] D. Durfee, "Unbounded differentially private quantile and maximum estimation", NeurIPS
+   2023.
 """
 
 import math

@@ -1,5 +1,11 @@
 """The solver protocol: a solver gets a bounded problem, a target budget and a
-generator, and returns coefficients plus the list of events it released."""
+generator, and returns coefficients plus the list of events it released.
+
+References
+----------
+.. [1] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential
+   privacy", NeurIPS 2020. <https://arxiv.org/abs/2004.00010>
+"""
 
 import math
 import threading
@@ -722,7 +728,7 @@ class Solver:
         ``source`` (in words; the paper page ``reference`` explains why).
     reference : str
         The skdp documentation page on the source paper and skdp's
-        deviations from it, e.g. ``"doc/papers/seed004.rst"``.
+        deviations from it, e.g. ``"doc/papers/wang2021.rst"``.
     requires : frozenset of str
         The loss capabilities its proof needs (keys of
         :data:`skdp.losses.CAPABILITIES`: ``"smooth"``, ``"scalar"``,

@@ -18,6 +18,19 @@ with the same smoothness, whose gradients have every dual norm ``q >= 2`` at
 most ``G``; so ``L0 = min(L0, G)``. The L2 penalty ``(alpha/2)||w||^2`` is
 data-independent: it is added exactly, outside the noise, and cancels in every
 sensitivity.
+
+References
+----------
+.. [1] R. Bassily, C. Guzmán and A. Nandi, "Non-Euclidean differentially private stochastic
+   convex optimization", COLT 2021. <https://arxiv.org/abs/2103.01278>
+.. [2] D. Wang, M. Ye and J. Xu, "Differentially private empirical risk minimization revisited:
+   faster and more general", NeurIPS 2017. <https://arxiv.org/abs/1802.05251>
+.. [3] V. Feldman, T. Koren and K. Talwar, "Private stochastic convex optimization: optimal
+   rates in linear time", STOC 2020. <https://arxiv.org/abs/2005.04763>
+.. [4] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+   analytical calibration and optimal denoising", ICML 2018. <https://arxiv.org/abs/1805.06530>
+.. [5] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
 """
 
 import math
@@ -124,7 +137,7 @@ class NoisySFW(_BallSolver):
     """``noisy_sfw``: one-pass variance-reduced stochastic Frank-Wolfe over the L1 ball.
 
     Bassily, Guzman and Nandi 2021, Alg. 2 (private polyhedral stochastic
-    Frank-Wolfe) with skdp's calibration (see :doc:`/papers/seed001`):
+    Frank-Wolfe) with skdp's calibration (see :doc:`/papers/bassily_guzman_nandi2021`):
     each linear-minimisation step picks a vertex ``+-r e_j`` of the L1 ball by
     **Gumbel report-noisy-max** (the exponential mechanism, ``eps0``-bounded
     range, hence ``eps0^2/8``-zCDP), and the ``T`` selections are composed by
@@ -173,7 +186,7 @@ class NoisySFW(_BallSolver):
 
     name = "noisy_sfw"
     card = "Alg. 2 with Gumbel report-noisy-max composed in zCDP instead of Laplace + advanced composition"
-    reference = "doc/papers/seed001.rst"
+    reference = "doc/papers/bassily_guzman_nandi2021.rst"
     source = "Bassily, Guzman, Nandi 2021, Alg. 2"
     geometry = "l1"
     summary = "one-pass variance-reduced stochastic Frank-Wolfe on the L1 ball, Gumbel report-noisy-max"
@@ -270,7 +283,7 @@ class NoisySFWLp(_BallSolver):
 
     Bassily, Guzman and Nandi 2021, Alg. 1, with the generalized Gaussian
     mechanism of their section 3 calibrated by skdp (the paper's constant is
-    not recoverable from the text; see :doc:`/papers/seed001`).
+    not recoverable from the text; see :doc:`/papers/bassily_guzman_nandi2021`).
     ``T`` phases; phase ``t`` is a complete binary tree of depth ``t`` visited in
     depth-first pre-order. The root draws ``b`` fresh rows and releases their
     mean gradient plus GG noise; a left child inherits its parent; a right
@@ -300,7 +313,7 @@ class NoisySFWLp(_BallSolver):
 
     name = "noisy_sfw_lp"
     card = "Alg. 1 with the generalized Gaussian scale from the tight zCDP conversion, exact sensitivities"
-    reference = "doc/papers/seed001.rst"
+    reference = "doc/papers/bassily_guzman_nandi2021.rst"
     source = "Bassily, Guzman, Nandi 2021, Alg. 1"
     geometry = "lp"
     summary = "tree-based variance-reduced stochastic Frank-Wolfe on an l_p ball (1 < p <= 2), generalized Gaussian"
@@ -447,7 +460,7 @@ class DPAccMD(_BallSolver):
     """``dp_accmd``: DP accelerated mirror descent (linear coupling) over an L1 or L2 ball.
 
     Wang, Ye and Xu 2017, Alg. 3, with a **mandatory privacy correction**
-    (see :doc:`/papers/seed000`): as printed, the gradient step uses the
+    (see :doc:`/papers/wang_ye_xu2017`): as printed, the gradient step uses the
     exact gradient and the output reveals it, so the algorithm is not private.
     Here each iteration draws **one** noisy full gradient
     ``g~ = grad F(x_{k+1}) + N(0, sigma^2 I)`` and uses it in both the
@@ -497,7 +510,7 @@ class DPAccMD(_BallSolver):
 
     name = "dp_accmd"
     card = "Alg. 3 corrected to draw one noisy gradient per iteration for both steps, exact Gaussian-DP calibration"
-    reference = "doc/papers/seed000.rst"
+    reference = "doc/papers/wang_ye_xu2017.rst"
     source = "Wang, Ye, Xu 2017, Alg. 3"
     geometry = "l1|l2"
     summary = "accelerated mirror descent on an L1 (entropic) or L2 ball, one Gaussian gradient per step"
@@ -607,7 +620,7 @@ class PhasedSGD(_BallSolver):
 
     Feldman, Koren and Talwar 2020, Alg. 2 (the baseline of Bassily, Guzman
     and Nandi 2021, section 7), with the analytic Gaussian calibration of
-    Balle and Wang 2018 (see :doc:`/papers/seed001`). Phase ``i = 1..k``
+    Balle and Wang 2018 (see :doc:`/papers/bassily_guzman_nandi2021`). Phase ``i = 1..k``
     (``k = ceil(log2 n)``) runs one pass of projected SGD on ``n_i = floor(2^-i n)`` fresh rows with step ``eta_i =
     4^-i eta``, from the previous phase's noisy output, and releases the
     average iterate plus ``N(0, sigma_i^2 I)``. Why this is private (we
@@ -641,7 +654,7 @@ class PhasedSGD(_BallSolver):
 
     name = "phased_sgd"
     card = "FKT20 Alg. 2 with the privacy argument re-derived and the analytic Gaussian per phase"
-    reference = "doc/papers/seed001.rst"
+    reference = "doc/papers/bassily_guzman_nandi2021.rst"
     source = "Feldman, Koren, Talwar 2020, Alg. 2 (baseline in Bassily, Guzman, Nandi section 7)"
     geometry = "l2"
     requires = frozenset({"smooth", "scalar"})

@@ -1,4 +1,18 @@
-"""Gradient-perturbation solvers: ``dp_gd`` and ``dp_svrg``."""
+"""Gradient-perturbation solvers: ``dp_gd`` and ``dp_svrg``.
+
+References
+----------
+.. [1] D. Wang, M. Ye and J. Xu, "Differentially private empirical risk minimization revisited:
+   faster and more general", NeurIPS 2017. <https://arxiv.org/abs/1802.05251>
+.. [2] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
+.. [3] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential
+   privacy", NeurIPS 2020. <https://arxiv.org/abs/2004.00010>
+.. [4] I. Mironov, "On significance of the least significant bits for differential privacy", ACM
+   CCS 2012.
+.. [5] I. Mironov, K. Talwar and L. Zhang, "Rényi differential privacy of the sampled Gaussian
+   mechanism", arXiv preprint, 2019. <https://arxiv.org/abs/1908.10530>
+"""
 
 import math
 from dataclasses import replace
@@ -35,7 +49,7 @@ class DPGradientDescent(Solver):
     """``dp_gd``: noisy full-batch (proximal) gradient descent.
 
     Wang, Ye and Xu 2017, Alg. 4, with the exact Gaussian-DP calibration in
-    place of the paper's constant (see :doc:`/papers/seed000`). Each of
+    place of the paper's constant (see :doc:`/papers/wang_ye_xu2017`). Each of
     ``T = max_iter`` steps releases the mean
     of the per-example gradients (each of norm ``<= G``; clipped to ``G`` when
     the loss is not globally Lipschitz) plus ``N(0, sigma^2 I)``. Under
@@ -57,7 +71,7 @@ class DPGradientDescent(Solver):
                 'horizon n mu / (p k)^(1/4) in max(10, ceil(H / 8)) steps (once 100 steps\' noise is < 0.05 G: '
                 '24 FISTA steps of 1.3 / L, L from a private lambda_max(X^T X)); w_0 = 0, last iterate')
     card = "Alg. 4 with replace-one sensitivity 2G/n and the exact Gaussian-DP calibration of the T releases"
-    reference = "doc/papers/seed000.rst"
+    reference = "doc/papers/wang_ye_xu2017.rst"
     summary = "noisy full-batch gradient descent, exact Gaussian-DP calibration"
     explicit_penalty = True
     #: k regression targets: one (p, k) gradient per example, clipped jointly (Frobenius)
@@ -466,7 +480,7 @@ def poisson_batches(rng, n, q, steps, problem=None):
 def _svrg_noise_ratio(n, n_steps, q, batch, epsilon, delta, relation):
     """sigma/G for DP-SVRG's split accounting, minimised over the split fraction.
 
-    The split argument (skdp's, see :doc:`/papers/seed000`): the one noise
+    The split argument (skdp's, see :doc:`/papers/wang_ye_xu2017`): the one noise
     draw ``N(0, sigma^2)`` is viewed as two independent draws of variances
     ``f sigma^2`` and ``(1-f) sigma^2``, so each inner step is, for the analysis, the
     composition of a Gaussian release of the snapshot gradient (replace-one
@@ -493,7 +507,7 @@ class DPSVRG(Solver):
     """``dp_svrg``: DP proximal SVRG, rigorous split-accounting variant.
 
     Wang, Ye and Xu 2017, Alg. 1, with skdp's split accounting (see
-    :doc:`/papers/seed000`). **The paper's noise (Thm 4.1) is not private at
+    :doc:`/papers/wang_ye_xu2017`). **The paper's noise (Thm 4.1) is not private at
     its claimed speed**: it ignores that the un-noised snapshot gradient is
     reused at every inner step and that the variance-reduced difference has
     replace-one sensitivity ``4G``. We keep the algorithm (noise added to the
@@ -520,7 +534,7 @@ class DPSVRG(Solver):
     source = 'Wang, Ye, Xu 2017, Alg. 1 (rigorous variant)'
     defaults = 'T = 3 epochs, b = ceil(sqrt n), m = ceil(n/b) inner steps, step 1/(2(beta + alpha))'
     card = "Alg. 1 with Poisson mini-batches and split RDP accounting (the printed noise is not private)"
-    reference = "doc/papers/seed000.rst"
+    reference = "doc/papers/wang_ye_xu2017.rst"
     needs_strong_convexity = True
     summary = "DP prox-SVRG with Poisson mini-batches, split RDP accounting"
     #: k regression targets: one (p, k) gradient per example, clipped jointly (Frobenius)
@@ -593,7 +607,7 @@ class DPSVRGPlusPlus(DPSVRG):
     """``dp_svrg_pp``: DP prox-SVRG++ (doubling epochs) for convex, not necessarily strongly convex, objectives.
 
     Wang, Ye and Xu 2017, Alg. 2, with the rigorous split accounting of
-    ``dp_svrg`` (see :doc:`/papers/seed000`) over the **exact** number of noisy inner
+    ``dp_svrg`` (see :doc:`/papers/wang_ye_xu2017`) over the **exact** number of noisy inner
     steps ``N = m (2^(T+1) - 2)`` (the paper's "2^T m" undercounts by 2, and
     its noise is not private at the claimed speed; see ``dp_svrg``). Epoch
     ``s = 1..T`` computes the full gradient at the snapshot (the previous
@@ -611,7 +625,7 @@ class DPSVRGPlusPlus(DPSVRG):
 
     name = "dp_svrg_pp"
     card = "Alg. 2 with split RDP accounting over its exact m (2^(T+1) - 2) inner steps"
-    reference = "doc/papers/seed000.rst"
+    reference = "doc/papers/wang_ye_xu2017.rst"
     source = "Wang, Ye, Xu 2017, Alg. 2"
     needs_strong_convexity = False
     summary = "DP prox-SVRG++ (doubling epochs), Poisson mini-batches, split RDP accounting"

@@ -10,9 +10,21 @@ calibrated by the shared RDP accountant for the replace-one Poisson pair
 (:doc:`/user_guide/accounting`) over every step the schedule allows. The
 papers' fixed-size batches without replacement (and their closed-form
 constants, which are non-private outside the conditions of the lemmas they
-rest on; see :doc:`/papers/seed004` and :doc:`/papers/seed002`) are
+rest on; see :doc:`/papers/wang2021` and :doc:`/papers/zhang_zheng_mou_wang2017`) are
 not offered. The L2 penalty, and any other data-independent regulariser, is
 added outside the clipping.
+
+References
+----------
+.. [1] L. Wang, "Towards efficient and effective privacy-preserving machine learning", PhD
+   dissertation, University of California, Los Angeles, 2021.
+   <https://escholarship.org/uc/item/3t58b68j>
+.. [2] J. Zhang, K. Zheng, W. Mou and L. Wang, "Efficient private ERM for smooth objectives",
+   IJCAI 2017. <https://arxiv.org/abs/1703.09947>
+.. [3] S. Ghadimi and G. Lan, "Stochastic first- and zeroth-order methods for nonconvex
+   stochastic programming", SIAM Journal on Optimization 23(4), 2013.
+.. [4] I. Mironov, K. Talwar and L. Zhang, "Rényi differential privacy of the sampled Gaussian
+   mechanism", arXiv preprint, 2019. <https://arxiv.org/abs/1908.10530>
 """
 
 import math
@@ -157,7 +169,7 @@ class DPLSSGD(_PoissonSolver):
     operator of eq. 5.2.3. The closed-form noise of Thm 5.3.2 is not used: it
     is non-private outside the conditions of Lemma 5.5.3 (e.g. ``n = 10^4``,
     ``b = 10``, ``T = 100`` at a target of ``epsilon = 1`` is priced at
-    ``epsilon ~ 2860``; see :doc:`/papers/seed004`); the noise multiplier is
+    ``epsilon ~ 2860``; see :doc:`/papers/wang2021`); the noise multiplier is
     calibrated by the accountant for Poisson batches (module docstring). Each step
 
     ``w <- w - eta_t A_sigma^{-1}(g + n)``,  ``g`` the clipped batch mean plus the
@@ -182,7 +194,7 @@ class DPLSSGD(_PoissonSolver):
 
     name = "dp_lssgd"
     card = "Alg. 5 on Poisson batches, noise calibrated by the accountant (not Thm 5.3.2), noise before smoothing"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     source = "Wang 2021 (dissertation), ch. 5, Alg. 5 (DP-LSSGD)"
     summary = "DP-SGD with Laplacian smoothing of the noisy gradient (FFT), Poisson sampling, RDP-calibrated"
     defaults = "b = ceil(sqrt n), T = min(2000, 5n/b), eta_t = (1/(beta + alpha))/sqrt(t), ls_sigma = 2, last iterate"
@@ -249,7 +261,7 @@ class RRPSGD(_PoissonSolver):
 
     Zhang, Zheng, Mou and Wang 2017, Alg. 2, with the noise calibrated by the
     accountant instead of the paper's closed form, on Poisson batches (see
-    :doc:`/papers/seed002`): each round adds Gaussian noise to
+    :doc:`/papers/zhang_zheng_mou_wang2017`): each round adds Gaussian noise to
     the clipped mean gradient of a **Poisson** batch (expected size ``b``;
     ``b = 1`` is the paper's one example per round) and steps
     ``w <- w - eta (g + z)``. The number of rounds ``R`` is drawn before the
@@ -274,7 +286,7 @@ class RRPSGD(_PoissonSolver):
 
     name = "rrpsgd"
     card = "Alg. 2 on Poisson batches, noise calibrated by the RDP accountant over all N rounds"
-    reference = "doc/papers/seed002.rst"
+    reference = "doc/papers/zhang_zheng_mou_wang2017.rst"
     source = "Zhang, Zheng, Mou, Wang 2017, Alg. 2 (RRPSGD)"
     summary = "private SGD stopped after a uniformly random number of rounds, Poisson sampling, RDP-calibrated"
     defaults = "b = ceil(sqrt n), N = min(2000, n^2/b) rounds, R ~ U{1..N}, eta = min(1/beta, 1/(sigma_G sqrt N))"
@@ -318,7 +330,7 @@ class DPSRM(_PoissonSolver):
     """``dp_srm``: differentially private stochastic recursive momentum, clipped mode.
 
     Wang 2021 (dissertation), ch. 4, Alg. 4, in its clipped mode (what the
-    experiments of Sec. 4.7 run), corrected (see :doc:`/papers/seed004`): the
+    experiments of Sec. 4.7 run), corrected (see :doc:`/papers/wang2021`): the
     closed-form noise of Thm 4.5.1 is not used (non-private outside its
     lemma's conditions) and the accountant prices the releases actually made. The estimator is the STORM recursion on the
     **released** noisy estimate:
@@ -352,7 +364,7 @@ class DPSRM(_PoissonSolver):
 
     name = "dp_srm"
     card = "Alg. 4, clipped mode, recursion on the released estimate, noise calibrated by the accountant (not Thm 4.5.1)"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     source = "Wang 2021 (dissertation), ch. 4, Alg. 4 (DP-SRM)"
     summary = "DP stochastic recursive momentum (STORM) with gradient and gradient-difference clipping"
     defaults = ("b = b0 = ceil(sqrt n), T = min(2000, 4n/b), C2 = 0.1 G, gamma = 0.1, eta = 1/(beta + alpha), "

@@ -7,6 +7,22 @@ noisy iterative hard thresholding) with the peeling of Dwork, Su and Zhang
 GLMs (the logistic loss) as in Cai, Wang and Zhang 2020 ("The cost of
 privacy in generalized linear models"). skdp's rigorous replace-one form is
 described on :doc:`/papers/cai_wang_zhang2021`.
+
+References
+----------
+.. [1] T. T. Cai, Y. Wang and L. Zhang, "The cost of privacy: optimal rates of convergence for
+   parameter estimation with differential privacy", Annals of Statistics 49(5), 2021.
+   <https://doi.org/10.1214/21-AOS2058>
+.. [2] T. T. Cai, Y. Wang and L. Zhang, "The cost of privacy in generalized linear models:
+   algorithms and minimax lower bounds", arXiv preprint, 2020.
+   <https://arxiv.org/abs/2011.03900>
+.. [3] C. Dwork, W. J. Su and L. Zhang, "Differentially private false discovery rate control",
+   Journal of Privacy and Confidentiality, 2021 (arXiv 2018). <https://doi.org/10.29012/jpc.755>
+.. [4] D. Durfee and R. Rogers, "Practical differentially private top-k selection with
+   pay-what-you-get composition", NeurIPS 2019.
+   <https://papers.nips.cc/paper/2019/hash/b139e104214a08ae3f2ebcce149cdf6e-Abstract.html>
+.. [5] R. Khanna and A. Kyrillidis, "IHT dies hard: provable accelerated iterative hard
+   thresholding", AISTATS 2018.
 """
 
 import math

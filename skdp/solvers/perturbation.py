@@ -1,4 +1,24 @@
-"""Perturbation solvers: ``output_pert`` and ``obj_pert``."""
+"""Perturbation solvers: ``output_pert`` and ``obj_pert``.
+
+References
+----------
+.. [1] J. Zhang, K. Zheng, W. Mou and L. Wang, "Efficient private ERM for smooth objectives",
+   IJCAI 2017. <https://arxiv.org/abs/1703.09947>
+.. [2] R. Bassily, V. Feldman, K. Talwar and A. Thakurta, "Private stochastic convex
+   optimization with optimal rates", NeurIPS 2019. <https://arxiv.org/abs/1908.09970>
+.. [3] D. Kifer, A. Smith and A. Thakurta, "Private convex empirical risk minimization and
+   high-dimensional regression", COLT 2012, PMLR 23.
+   <https://proceedings.mlr.press/v23/kifer12.html>
+.. [4] K. Chaudhuri, C. Monteleoni and A. D. Sarwate, "Differentially private empirical risk
+   minimization", Journal of Machine Learning Research 12, 2011.
+   <https://arxiv.org/abs/0912.0071>
+.. [5] R. Iyengar, J. P. Near, D. Song, O. Thakkar, A. Thakurta and L. Wang, "Towards practical
+   differentially private convex optimization", IEEE S&P 2019.
+.. [6] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+   analytical calibration and optimal denoising", ICML 2018. <https://arxiv.org/abs/1805.06530>
+.. [7] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential
+   privacy", NeurIPS 2020. <https://arxiv.org/abs/2004.00010>
+"""
 
 import math
 from dataclasses import replace
@@ -34,7 +54,7 @@ class OutputPerturbation(Solver):
     """``output_pert``: full-batch gradient descent, then one noise draw on the output.
 
     Zhang, Zheng, Mou and Wang 2017, Alg. 1, strongly convex mode, with the
-    **tight** sensitivity of the ``T``-step contraction (see :doc:`/papers/seed002`):
+    **tight** sensitivity of the ``T``-step contraction (see :doc:`/papers/zhang_zheng_mou_wang2017`):
     ``T`` steps ``w <- w - eta (grad L(w) + alpha w)`` from ``w = 0`` with
     ``eta = 1/(beta + 2 alpha)`` move, under replace-one with public ``n``, by at
     most ``Delta_T = (2 G / (n alpha)) (1 - (1 - eta alpha)^T)``, where ``G`` is the
@@ -79,7 +99,7 @@ class OutputPerturbation(Solver):
     source = 'Zhang, Zheng, Mou, Wang 2017, Alg. 1'
     defaults = 'T = 40 GD steps, step 1/(beta + 2 alpha)'
     card = "Alg. 1 with the tight replace-one sensitivity of T GD steps, analytic Gaussian or L2-Laplace noise"
-    reference = "doc/papers/seed002.rst"
+    reference = "doc/papers/zhang_zheng_mou_wang2017.rst"
     pure_dp = True
     needs_strong_convexity = True
     summary = "gradient descent + one output noise draw (L2-Laplace or Gaussian)"
@@ -157,7 +177,7 @@ class ObjectivePerturbation(Solver):
 
     Bassily, Feldman, Talwar and Thakurta 2019, Alg. 2 (Kifer, Smith and
     Thakurta 2012; Chaudhuri, Monteleoni and Sarwate 2011 for pure epsilon),
-    recalibrated for replace-one (see :doc:`/papers/seed003`): a swap moves one
+    recalibrated for replace-one (see :doc:`/papers/bassily_feldman_talwar_thakurta2019`): a swap moves one
     per-example gradient by ``2 zeta``, so the printed KST12/BFTT constants
     (a change of ``zeta``, i.e. add/remove) are **not** private here. We release the exact minimiser of
     ``(1/n) sum phi + ((alpha + extra)/2) ||w||^2 + <b, w>/n`` where
@@ -200,7 +220,7 @@ class ObjectivePerturbation(Solver):
     source = 'Bassily, Feldman, Talwar, Thakurta 2019, Alg. 2 (KST12 / CMS11)'
     defaults = 'epsilon split half Jacobian, half noise; exact minimiser (L-BFGS + Newton)'
     card = "Alg. 2 recalibrated for replace-one (gradient change 2 zeta, Jacobian term), exact minimiser on the ball for squared loss"
-    reference = "doc/papers/seed003.rst"
+    reference = "doc/papers/bassily_feldman_talwar_thakurta2019.rst"
     pure_dp = True
     summary = "objective perturbation (KST12 / CMS11), replace-one constants"
     secure_noise_refusal = ("objective perturbation's guarantee is a change of variables on the continuous noise "
@@ -403,7 +423,7 @@ class ObjectivePerturbationSVRG(ObjectivePerturbation):
     Bassily, Feldman, Talwar and Thakurta 2019, section 5 ("efficient
     objective perturbation", whose details the paper defers to its full
     version), reconstructed for skdp along the lines of the approximate minima
-    perturbation of Iyengar et al. 2019 (see :doc:`/papers/seed003`). The budget is split
+    perturbation of Iyengar et al. 2019 (see :doc:`/papers/bassily_feldman_talwar_thakurta2019`). The budget is split
     ``eps1 = eps/2``, ``eps2 = eps/4``, ``delta1 = delta / (2 e^eps2)``,
     ``delta2 = delta / (2 (1 + e^(eps1 + eps2)))``. The perturbed objective
     ``J(w) = mean loss + ((alpha + extra)/2)||w||^2 + <b, w>/n`` is drawn with
@@ -427,7 +447,7 @@ class ObjectivePerturbationSVRG(ObjectivePerturbation):
 
     name = "obj_pert_svrg"
     card = "Sec. 5 reconstructed: certified SVRG solve of the replace-one objective perturbation, then output noise, chained"
-    reference = "doc/papers/seed003.rst"
+    reference = "doc/papers/bassily_feldman_talwar_thakurta2019.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 5 (efficient objective perturbation)"
     requires = frozenset({"smooth", "scalar", "globally_lipschitz"})
     pure_dp = False

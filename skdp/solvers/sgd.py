@@ -1,4 +1,14 @@
-"""Poisson-sampled noisy SGD: ``noisy_sgd`` and ``nsgd_moreau`` (Bassily, Feldman, Talwar, Thakurta 2019)."""
+"""Poisson-sampled noisy SGD: ``noisy_sgd`` and ``nsgd_moreau`` (Bassily, Feldman, Talwar, Thakurta 2019).
+
+References
+----------
+.. [1] R. Bassily, V. Feldman, K. Talwar and A. Thakurta, "Private stochastic convex
+   optimization with optimal rates", NeurIPS 2019. <https://arxiv.org/abs/1908.09970>
+.. [2] M. Abadi, A. Chu, I. Goodfellow, H. B. McMahan, I. Mironov, K. Talwar and L. Zhang, "Deep
+   learning with differential privacy", ACM CCS 2016. <https://doi.org/10.1145/2976749.2978318>
+.. [3] I. Mironov, K. Talwar and L. Zhang, "Rényi differential privacy of the sampled Gaussian
+   mechanism", arXiv preprint, 2019. <https://arxiv.org/abs/1908.10530>
+"""
 
 import math
 from functools import lru_cache
@@ -26,7 +36,7 @@ class NoisySGD(Solver):
     """``noisy_sgd``: multi-pass noisy projected SGD with Poisson sampling, averaged iterate.
 
     Bassily, Feldman, Talwar and Thakurta 2019, Alg. 1 (``A_NSGD``), with its
-    privacy step replaced (see :doc:`/papers/seed003`): the paper's Thm 3.1
+    privacy step replaced (see :doc:`/papers/bassily_feldman_talwar_thakurta2019`): the paper's Thm 3.1
     appeals to the moments accountant (Abadi et al. 2016, Thm 1), whose
     constants are unspecified, and its fixed-size, with-replacement batches and
     its constant ``8`` are **not** priced by any accountant under replace-one,
@@ -59,7 +69,7 @@ class NoisySGD(Solver):
     name = "noisy_sgd"
     release_ignores_penalty = True
     card = "Alg. 1 on Poisson batches, noise multiplier calibrated by the replace-one RDP accountant"
-    reference = "doc/papers/seed003.rst"
+    reference = "doc/papers/bassily_feldman_talwar_thakurta2019.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Alg. 1"
     geometry = "l2"
     requires = frozenset({"scalar"})  # privacy needs no smoothness (the gradient bound only)
@@ -143,7 +153,7 @@ class NoisySGDMoreau(NoisySGD):
     """``nsgd_moreau``: ``noisy_sgd`` on the Moreau envelope of a non-smooth loss (hinge).
 
     Bassily, Feldman, Talwar and Thakurta 2019, section 4 (Thm 4.4), with the
-    **unconstrained** envelope (see :doc:`/papers/seed003`): the envelope
+    **unconstrained** envelope (see :doc:`/papers/bassily_feldman_talwar_thakurta2019`): the envelope
     ``f_beta(w) = min_v f(v) + (beta/2)||w - v||^2`` is convex, ``beta``-smooth and
     ``G``-Lipschitz (its gradient is a subgradient at the prox point), so the
     noise is calibrated to ``G`` (not ``2G``; the constrained envelope of
@@ -158,7 +168,7 @@ class NoisySGDMoreau(NoisySGD):
 
     name = "nsgd_moreau"
     card = "Thm 4.4 with the unconstrained Moreau envelope (G-Lipschitz, not 2G) in closed form"
-    reference = "doc/papers/seed003.rst"
+    reference = "doc/papers/bassily_feldman_talwar_thakurta2019.rst"
     source = "Bassily, Feldman, Talwar, Thakurta 2019, Sec. 4 (Thm 4.4)"
     requires = frozenset({"moreau_envelope"})
     release_ignores_penalty = False  # its smoothing (a planned setting) depends on the ball's radius

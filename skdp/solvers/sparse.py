@@ -2,7 +2,7 @@
 
 All four follow chapters 2-3 of Wang 2021 (dissertation) and the baselines it
 compares against (Talwar-Thakurta-Zhang 2015, Kifer-Smith-Thakurta 2012), in
-the rigorous form described on the documentation page :doc:`/papers/seed004`,
+the rigorous form described on the documentation page :doc:`/papers/wang2021`,
 for **replace-one** neighbours with ``n`` public. Each declares what it releases as events, and the shared
 accountant (:mod:`skdp.privacy.accounting`) prices and calibrates them.
 
@@ -19,6 +19,19 @@ convexity still holds.
 The non-private :func:`ight` (Wang 2021, ch. 3, Alg. 3) is a reference and a
 subroutine; it is never registered as a solver and never reports a privacy
 guarantee.
+
+References
+----------
+.. [1] L. Wang, "Towards efficient and effective privacy-preserving machine learning", PhD
+   dissertation, University of California, Los Angeles, 2021.
+   <https://escholarship.org/uc/item/3t58b68j>
+.. [2] K. Talwar, A. Thakurta and L. Zhang, "Nearly optimal private LASSO", NeurIPS 2015.
+   <https://proceedings.neurips.cc/paper_files/paper/2015/hash/52d080a3e172c33fd6886a37e7288491-Abstract.html>
+.. [3] D. Kifer, A. Smith and A. Thakurta, "Private convex empirical risk minimization and
+   high-dimensional regression", COLT 2012, PMLR 23.
+   <https://proceedings.mlr.press/v23/kifer12.html>
+.. [4] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy", Journal of the Royal
+   Statistical Society Series B 84(1), 2022. <https://arxiv.org/abs/1905.02383>
 """
 
 import math
@@ -207,7 +220,7 @@ class DPIGHT(_SparseSolver):
     """``dp_ight``: DP iterative gradient hard thresholding, corrected noise.
 
     Wang 2021 (dissertation), ch. 2, Alg. 1, with the noise recalibrated for
-    replace-one (see :doc:`/papers/seed004`). Each of ``T`` steps releases the mean of
+    replace-one (see :doc:`/papers/wang2021`). Each of ``T`` steps releases the mean of
     the per-example gradients, each clipped to L2 norm ``G``, plus
     ``N(0, sigma^2 I)``; then ``w <- H_s(w - eta (g + u))``. Under replace-one
     the clipped mean moves by at most ``2G/n``, so the ``T`` steps are exactly
@@ -233,7 +246,7 @@ class DPIGHT(_SparseSolver):
     source = 'Wang 2021 (dissertation), ch. 2, Alg. 1'
     defaults = "T = clip(ceil(2 ln(n eps)), 10, 100), step 1/(phi'' K^2)"
     card = "Alg. 1 with sigma = 2G sqrt(T)/(n mu*) (the printed sigma is too small by sqrt(2) under replace-one)"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     summary = "DP iterative gradient hard thresholding, exact Gaussian-DP calibration"
     option_keys = {"secure_noise": "round every gradient to a power-of-two grid and add exact discrete Gaussian "
                                    "noise (zCDP)"}
@@ -280,7 +293,7 @@ class DPIGHT(_SparseSolver):
 def teacher_sensitivity(clip, n, teacher_alpha, tol):
     """Replace-one L2 sensitivity of the approximate ridge teacher, ``2G/(n lambda) + 2 tau``.
 
-    The standard strong-convexity argument (see :doc:`/papers/seed004`): the
+    The standard strong-convexity argument (see :doc:`/papers/wang2021`): the
     exact minimiser of a ``lambda``-strongly convex
     objective whose per-example gradients are bounded by ``G`` moves by at most
     ``2G/(n lambda)`` when one row is replaced; stopping at gradient norm
@@ -295,7 +308,7 @@ class DPSLKT(_SparseSolver):
     """``dpsl_kt``: sparse learning by knowledge transfer, rigorous ridge teacher.
 
     Wang 2021 (dissertation), ch. 3, Alg. 2, with skdp's rigorous teacher (see
-    :doc:`/papers/seed004`). **The paper's l0-constrained teacher has no
+    :doc:`/papers/wang2021`). **The paper's l0-constrained teacher has no
     worst-case privacy guarantee** (its minimiser can jump between supports
     when one row changes, so the stability bound of eq. 3.6.3 fails; a
     counterexample is a regression test), so it is not offered. Here:
@@ -337,7 +350,7 @@ class DPSLKT(_SparseSolver):
     source = 'Wang 2021 (dissertation), ch. 3, Alg. 2 (ridge teacher)'
     defaults = 'uniform synthetic features, ridge teacher, IGHT student'
     card = "Alg. 2 with a certified ridge teacher in place of the l0 teacher (which has no worst-case guarantee)"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     summary = "knowledge transfer: private ridge teacher -> noisy synthetic labels -> IGHT student"
     option_keys = {
         "teacher_alpha": "ridge strength lambda of the teacher",
@@ -470,7 +483,7 @@ class DPFrankWolfeL1(_SparseSolver):
 
     Talwar, Thakurta and Zhang 2015, Alg. 2 (polytope case; the dissertation
     uses it as a baseline without restating it), with skdp's selection (see
-    :doc:`/papers/seed004`): **TTZ15's Laplace scale cannot be certified
+    :doc:`/papers/wang2021`): **TTZ15's Laplace scale cannot be certified
     under replace-one** and is not offered. Start at 0; at each of ``T`` steps
     score the ``2p`` vertices ``+-r e_j`` by ``-<v, g>`` where ``g`` is the mean
     of the per-example gradients clipped to L-infinity norm ``L1``; pick one by
@@ -496,7 +509,7 @@ class DPFrankWolfeL1(_SparseSolver):
     source = 'Talwar, Thakurta, Zhang 2015 (baseline in Wang 2021)'
     defaults = 'T = 2s selections, L1 radius s/K, then H_s'
     card = "TTZ15 with Gumbel report-noisy-max composed by the accountant (its Laplace scale is not certified)"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     summary = "noisy Frank-Wolfe on the L1 ball with Gumbel report-noisy-max"
     pure_dp = True
     clip_order = np.inf
@@ -545,7 +558,7 @@ class TwoStage(_SparseSolver):
 
     Kifer, Smith and Thakurta 2012 (the dissertation's "two stage" baseline,
     not restated there), with objective perturbation calibrated for
-    replace-one as in ``obj_pert`` (see :doc:`/papers/seed003`).
+    replace-one as in ``obj_pert`` (see :doc:`/papers/bassily_feldman_talwar_thakurta2019`).
 
     Budget: ``epsilon/2`` to each stage, ``delta`` to stage 2 (basic
     composition, as the accountant prices it).
@@ -571,7 +584,7 @@ class TwoStage(_SparseSolver):
     source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
     defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'
     card = "KST12 support selection, then the replace-one objective perturbation of obj_pert"
-    reference = "doc/papers/seed004.rst"
+    reference = "doc/papers/wang2021.rst"
     summary = "subsample-and-aggregate support selection + objective perturbation on the support"
     clip_order = None
     option_keys = {"n_blocks": "number k of disjoint blocks", "coef_norm": "radius R (squared loss)"}

@@ -1,4 +1,10 @@
-"""``adassp``: sufficient-statistics perturbation for the squared loss (Wang 2018, AdaSSP)."""
+"""``adassp``: sufficient-statistics perturbation for the squared loss (Wang 2018, AdaSSP).
+
+References
+----------
+.. [1] Y.-X. Wang, "Revisiting differentially private linear regression: optimal and adaptive
+   prediction & estimation in unbounded domain", UAI 2018. <https://arxiv.org/abs/1803.02596>
+"""
 
 import math
 
