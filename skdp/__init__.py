@@ -12,7 +12,7 @@ from . import datasets
 from .diagnostics import fit_diagnostics
 from ._encoders import DPOneHotEncoder
 from .linear_model import DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression
-from .preprocessing import DPMinMaxScaler, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
+from .preprocessing import DPMinMaxScaler, DPSimpleImputer, DPStandardScaler, pipeline_privacy_spent, set_pipeline_budget
 from .privacy import PrivacyBudget, PrivacyLedger
 from .solvers import list_solvers
 
@@ -29,6 +29,7 @@ __all__ = [
     "fit_diagnostics",
     "DPMinMaxScaler",
     "DPOneHotEncoder",
+    "DPSimpleImputer",
     "DPStandardScaler",
     "pipeline_privacy_spent",
     "set_pipeline_budget",

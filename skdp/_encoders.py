@@ -90,35 +90,50 @@ def _is_missing(value):
     return type(value).__name__ in ("NAType", "NaTType")
 
 
-def _refuse_missing(name):
-    raise ValueError(f"DPOneHotEncoder does not support missing values (NaN, None) yet, nor infinite values (inf): "
-                     f"column {name} of X holds some. Impute them first (e.g. with a constant category such as "
-                     "'missing').")
+def _refuse_infinite(name):
+    raise ValueError(f"DPOneHotEncoder does not support infinite values (inf): column {name} of X holds some. "
+                     "Missing values (NaN, None) are supported: they are never a category and encode as zeros.")
+
+
+def _missing_mask(column):
+    """Which entries of one validated column are missing values (NaN, None, pandas' NA / NaT)."""
+    if column.dtype.kind in "fc":
+        return np.isnan(column)
+    if column.dtype.kind != "O":
+        return np.zeros(column.shape[0], dtype=bool)
+    return np.fromiter((_is_missing(v) for v in column.tolist()), dtype=bool, count=column.shape[0])
 
 
 def _distinct(column, name):
-    """The sorted distinct values of one validated column, refusing missing values and mixed types.
+    """The sorted distinct observed values of one validated column (missing values left out), refusing
+    infinite values and mixed types.
 
     Messages name the column and the value types, never a value or a count.
     """
     if column.dtype.kind != "O":
-        if column.dtype.kind in "fc" and not np.all(np.isfinite(column)):
-            _refuse_missing(name)
-        return np.unique(column)
+        if column.dtype.kind in "fc" and np.any(np.isinf(column)):
+            _refuse_infinite(name)
+        return np.unique(column[~_missing_mask(column)])
     try:
         values = set(column.tolist())
     except TypeError:  # an unhashable value
         values = None
-    if values is not None and any(_is_missing(v) for v in values):
-        _refuse_missing(name)
+    if values is not None:
+        values = {v for v in values if not _is_missing(v)}
     try:
         if values is None:
             raise TypeError
         return np.array(sorted(values), dtype=object)
     except TypeError:
-        types = sorted({type(v).__qualname__ for v in column.tolist()})
+        types = sorted({type(v).__qualname__ for v in column.tolist() if not _is_missing(v)})
         raise TypeError(f"Encoders require their input argument must be uniformly strings or numbers. Got "
                         f"{types} in column {name} of X.") from None
+
+
+def column_namer(estimator):
+    """``j -> name`` of column ``j`` for messages: its quoted name when ``X`` had string column names, else ``j``."""
+    names = getattr(estimator, "feature_names_in_", None)
+    return (lambda j: repr(str(names[j]))) if names is not None else (lambda j: str(j))
 
 
 def _codes(column, categories):
@@ -185,6 +200,17 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
     (:doc:`/user_guide/accounting`). No floating-point-safe (discrete) variant
     exists yet: the ``delta_c`` of a singleton is the continuous Gaussian's
     tail.
+
+    **Missing values** (NaN, None, pandas' NA) are ignored by the fit, as
+    scikit-learn's scalers ignore them: they are no category, are never
+    counted and never selected, and :meth:`transform` encodes them as zeros in
+    their column's block (also with ``handle_unknown="infrequent_if_exist"``:
+    a missing value is not an infrequent category). ``n`` stays the public
+    number of rows. The sensitivity above holds unchanged: replacing one row
+    can also turn a missing entry into an observed one, or the reverse, which
+    moves one count of that column by 1 (less than the two counts of a
+    replacement between categories), and a category present in one neighbour
+    only still has count 1 there.
 
     **The output width is private.** With ``"auto"`` the number of output
     columns is a released quantity. A DP model after this step plans its
@@ -353,7 +379,7 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
                                  "required by DPOneHotEncoder.")
             columns = [check_array(X.iloc[:, j], ensure_2d=False, dtype=None, ensure_all_finite=False)
                        for j in range(X.shape[1])]
-        else:  # missing and infinite values are refused by _distinct, with the column's name
+        else:  # infinite values are refused by _distinct, with the column's name
             array = check_array(X, dtype=None, ensure_all_finite=False)
             if not hasattr(X, "dtype") and np.issubdtype(array.dtype, np.str_):
                 array = check_array(X, dtype=object, ensure_all_finite=False)
@@ -362,8 +388,7 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         return columns, columns[0].shape[0], len(columns)
 
     def _names(self):
-        names = getattr(self, "feature_names_in_", None)
-        return (lambda j: repr(str(names[j]))) if names is not None else (lambda j: str(j))
+        return column_namer(self)
 
     def _given_categories(self, columns):
         """The public categories as arrays of the columns' dtypes, checked as sklearn checks them."""
@@ -380,8 +405,9 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
             if cats.ndim != 1:
                 raise ValueError(f"categories[{j}] must be 1-D, got shape {cats.shape}.")
             if any(_is_missing(v) for v in cats.tolist()):
-                raise ValueError(f"categories[{j}] holds a missing value (None, NaN); DPOneHotEncoder does not "
-                                 "support missing values yet.")
+                raise ValueError(f"categories[{j}] holds a missing value (None, NaN): DPOneHotEncoder encodes missing "
+                                 "values as zeros, never as a category. To give them a column of their own, impute "
+                                 "a constant category first (e.g. 'missing') and list it.")
             if len(set(cats.tolist())) != cats.size:
                 raise ValueError(f"In column {j}, the predefined categories contain duplicate elements.")
             if dtype is not object and np.any(np.sort(cats) != cats):
@@ -398,8 +424,9 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Strings or numbers per column (a DataFrame keeps each column's
-            dtype: object, string, category or numeric). Missing values are
-            refused (``ValueError``).
+            dtype: object, string, category or numeric). Missing values (NaN,
+            None, pandas' NA) are ignored: they are never counted nor selected
+            (see the class docstring).
         y : None
             Ignored.
         privacy_ledger : PrivacyLedger or None, default=None
@@ -415,7 +442,7 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
             diagnostics.reset(self)
             columns, _, _ = self._columns(X, reset=True)
             for j, column in enumerate(columns):
-                _distinct(column, self._names()(j))  # refuses missing values and mixed types, as "auto"
+                _distinct(column, self._names()(j))  # refuses infinite values and mixed types, as "auto"
             self.categories_ = self._given_categories(columns)
             self._set_public_attributes()
             return self
@@ -427,7 +454,8 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         sigma, column_delta, tau = category_selection_plan(d, float(self.epsilon), float(self.delta))
         self.categories_ = []
         for column, labels in zip(columns, distinct):
-            counts = np.bincount(_codes(column, labels), minlength=labels.size)
+            codes = _codes(column, labels)
+            counts = np.bincount(codes[codes >= 0], minlength=labels.size)  # missing values: code -1, not counted
             kept, _ = private_label_set_gaussian_from_counts(labels, counts, sigma, column_delta, rng)
             self.categories_.append(kept)
         self.drop_idx_ = None
@@ -471,7 +499,8 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         -------
         X_out : sparse matrix or ndarray of shape (n_samples, n_encoded_features)
             Values not in ``categories_[j]`` give zeros in column ``j``'s block
-            (``handle_unknown="ignore"``) or a 1 in its infrequent column.
+            (``handle_unknown="ignore"``) or a 1 in its infrequent column; a
+            missing value gives zeros in either case.
         """
         check_is_fitted(self)
         output = _get_output_config("transform", estimator=self)["dense"]
@@ -484,10 +513,11 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         offsets = np.cumsum([0] + sizes)
         codes = np.empty((n, d), dtype=np.intp)
         for j, (column, cats) in enumerate(zip(columns, self.categories_)):
-            _distinct(column, name(j))  # refuses missing values and mixed types
+            _distinct(column, name(j))  # refuses infinite values and mixed types
             code = _codes(column, cats)
             if self._has_infrequent():
                 code[code < 0] = cats.size
+            code[_missing_mask(column)] = -1  # a missing value is no category, not even an infrequent one
             codes[:, j] = code
         mask = codes >= 0
         indices = (codes + offsets[:-1])[mask]
@@ -571,5 +601,5 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags

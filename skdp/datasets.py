@@ -196,7 +196,7 @@ def _country_probabilities():
     return np.concatenate([[0.895, 0.03], 0.075 * tail / tail.sum()])
 
 
-def make_census_like(n_samples=30000, *, as_frame=True, random_state=None):
+def make_census_like(n_samples=30000, *, as_frame=True, missing_fraction=0.0, random_state=None):
     """A generated table shaped like the Adult census data: raw-scale numbers, strings and a binary label.
 
     Nothing is downloaded: every value is drawn from a fixed model loosely
@@ -229,6 +229,16 @@ def make_census_like(n_samples=30000, *, as_frame=True, random_state=None):
         otherwise) and ``y`` as a Series named ``"income_gt_50k"``. ``False``:
         ``X`` is a numpy object array (numbers as Python ints) and ``y`` an
         int array.
+    missing_fraction : float in [0, 1), default=0.0
+        Share of the rows given missing fields, as Adult's training rows
+        (about 7.4% have one): each such row loses one field, or two with
+        probability 0.3, chosen uniformly among all 13 columns, numeric and
+        string alike. A missing number is NaN (its column becomes float64), a
+        missing string is NaN too (``np.nan``, which scikit-learn's
+        ``SimpleImputer`` recognises in object columns). The rows, and the
+        label, are generated first (the label sees the complete row, as a
+        survey's outcome does not depend on what was left blank), so the same
+        ``random_state`` gives the same table with fields blanked.
     random_state : int, RandomState instance or None, default=None
 
     Returns
@@ -246,9 +256,15 @@ def make_census_like(n_samples=30000, *, as_frame=True, random_state=None):
     >>> lo, hi = CENSUS_LIKE_BOUNDS["age"]
     >>> bool(X["age"].between(lo, hi).all())
     True
+    >>> X, y = make_census_like(2000, missing_fraction=0.07, random_state=0)
+    >>> bool(0.05 < X.isna().any(axis=1).mean() < 0.09), X["age"].dtype.name
+    (True, 'float64')
     """
     if isinstance(n_samples, bool) or int(n_samples) != n_samples or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    if isinstance(missing_fraction, bool) or not isinstance(missing_fraction, (int, float, np.floating)) or not (
+            0.0 <= float(missing_fraction) < 1.0):
+        raise ValueError(f"missing_fraction must be a number in [0, 1), got {missing_fraction!r}.")
     if as_frame:
         try:
             import pandas as pd
@@ -310,9 +326,30 @@ def make_census_like(n_samples=30000, *, as_frame=True, random_state=None):
               "relationship": relationship, "race": race, "sex": np.where(male, "Male", "Female").astype(object),
               "capital_gain": capital_gain, "capital_loss": capital_loss, "hours_per_week": hours,
               "native_country": country}
+    if missing_fraction > 0:  # drawn last: the complete table is the one without missing values
+        _blank_fields(values, rng, n, float(missing_fraction))
     if as_frame:
         return pd.DataFrame({c: values[c] for c in _COLUMNS}), pd.Series(y, name="income_gt_50k")
     X = np.empty((n, len(_COLUMNS)), dtype=object)
     for j, c in enumerate(_COLUMNS):
         X[:, j] = values[c].tolist()
     return X, y
+
+
+def _blank_fields(values, rng, n, fraction):
+    """Blank one field (two with probability 0.3) of a ``fraction`` of the rows, uniformly over the columns."""
+    rows = np.flatnonzero(rng.uniform(size=n) < fraction)
+    first = rng.randint(len(_COLUMNS), size=rows.size)
+    second = np.where(rng.uniform(size=rows.size) < 0.3, rng.randint(len(_COLUMNS), size=rows.size), -1)
+    for j, c in enumerate(_COLUMNS):
+        hit = rows[(first == j) | (second == j)]
+        if not hit.size:
+            continue
+        column = values[c]
+        if column.dtype.kind in "iu":  # a missing number is NaN: the column becomes float
+            column = column.astype(np.float64)
+        column[hit] = np.nan
+        values[c] = column
+    for c in _COLUMNS:  # every numeric column is float once fields are blanked, missing or not
+        if values[c].dtype.kind in "iu":
+            values[c] = values[c].astype(np.float64)

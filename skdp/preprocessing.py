@@ -1,4 +1,4 @@
-"""DP preprocessing: the scalers, and the encoder and pipeline tools re-exported from their modules.
+"""DP preprocessing: the scalers, and the encoder, the imputer and pipeline tools re-exported from their modules.
 
 References
 ----------
@@ -39,12 +39,16 @@ from .privacy import (
     weight_coordinate_scale,
 )
 from ._encoders import DPOneHotEncoder
+from ._imputer import DPSimpleImputer
 from ._pipeline import pipeline_privacy_spent, set_pipeline_budget
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.discrete import secure_selection_plan
-from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges, range_quantile_level
+from .privacy.discrete import select
+from .privacy.quantile import (WIDE_SIGNED_GRID, cell_scores, grid_counts, private_quantile_from_counts,
+                               range_quantile_level)
 
-__all__ = ["DPMinMaxScaler", "DPOneHotEncoder", "DPStandardScaler", "pipeline_privacy_spent", "set_pipeline_budget"]
+__all__ = ["DPMinMaxScaler", "DPOneHotEncoder", "DPSimpleImputer", "DPStandardScaler", "pipeline_privacy_spent",
+           "set_pipeline_budget"]
 
 
 def _is_auto(bounds):
@@ -81,13 +85,17 @@ def _charge_and_bound(scaler, X, privacy_ledger, **plan_kwargs):
     With ``bounds="auto"`` the bounds are ``None``: the caller selects them privately.
     """
     charge(scaler, X, privacy_ledger, **plan_kwargs)
-    X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True)
+    # missing values (NaN) are ignored in the fit and kept by transform, as scikit-learn's scalers do; inf is refused
+    X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True, ensure_all_finite="allow-nan")
     if _is_auto(scaler.bounds):
         return X, None, None, False
     pb = _public_bounds(scaler.bounds, X.shape[1])
     if pb is not None:
         return X, pb[0], pb[1], False
-    lo, hi = X.min(axis=0).astype(float), X.max(axis=0).astype(float)
+    with warnings.catch_warnings():  # an all-missing column has no minimum: it gets (0, 1)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanmin(X, axis=0).astype(float), np.nanmax(X, axis=0).astype(float)
+    lo, hi = np.where(np.isnan(lo), 0.0, lo), np.where(np.isnan(hi), 1.0, hi)
     warnings.warn(
         "bounds were not given, so they were read from the data; this voids the privacy "
         "guarantee (privacy_spent_.epsilon is inf). Pass public bounds.",
@@ -95,6 +103,38 @@ def _charge_and_bound(scaler, X, privacy_ledger, **plan_kwargs):
         stacklevel=3,
     )
     return X, lo, np.where(hi > lo, hi, lo + 1.0), True
+
+
+def missing_aware_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):
+    """:func:`skdp.privacy.quantile.private_feature_ranges` for columns with missing values (NaN).
+
+    The low bound is the ``q``-quantile with every missing entry counted above
+    every candidate (``L(c) = #{observed x_ij < c}``), the high bound the
+    ``(1 - q)``-quantile with every missing entry counted below every candidate
+    (``L(c) + m_j``, ``m_j`` the column's missing count), so both land ``q n``
+    observed values inside the observed range (``n`` public). Replace-one moves
+    each of these counts by at most 1 (a value that moves, or turns missing or
+    observed), so each cell score keeps sensitivity 1 and each selection is
+    ``epsilon``-bounded-range: ``BoundedRangeEvent(epsilon, 2 d)``, as without
+    missing values. Without missing values ``m_j = 0`` and the draws and the
+    result are exactly those of ``private_feature_ranges(..., secure=False)``
+    (Gumbel report-noisy-max over the 11,111 candidates).
+    """
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    grid = np.asarray(grid, dtype=float)
+    counts = grid_counts(X, grid, side="left")  # NaN sorts last: counted below no candidate
+    n_missing = np.count_nonzero(np.isnan(X), axis=0)
+    plan = secure_selection_plan(1.0, epsilon, False)
+    lo_idx, hi_idx = np.empty(d, dtype=np.intp), np.empty(d, dtype=np.intp)
+    for j in range(d):
+        lo_idx[j] = select(rng, cell_scores(counts[j], n, q), *plan)
+        hi_idx[j] = select(rng, cell_scores(counts[j] + n_missing[j], n, 1.0 - q), *plan)
+    a, b = np.minimum(lo_idx, hi_idx), np.maximum(lo_idx, hi_idx)
+    tied = a == b  # post-processing, as private_feature_ranges: one grid step at least
+    a = np.where(tied, np.maximum(a - 1, 0), a)
+    b = np.where(tied, np.minimum(b + 1, grid.size - 1), b)
+    return grid[a].copy(), grid[b].copy(), BoundedRangeEvent(float(epsilon), 2 * d)
 
 
 def _unit_box(X, lo, hi):
@@ -507,6 +547,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_weight_params(self)
         X, lo, hi, derived = _charge_and_bound(self, X, privacy_ledger)
         n, d = X.shape
+        missing = np.isnan(X)
+        if missing.any() and (sample_weight is not None or self.clip_norm is not None):
+            what = "sample_weight" if sample_weight is not None else "clip_norm"
+            raise ValueError(f"DPStandardScaler ignores missing values (NaN) only without {what} (the observed "
+                             f"counts ride on the mean release only when neither sample_weight nor clip_norm is "
+                             f"used): X holds some. Impute them first (skdp.preprocessing.DPSimpleImputer), or "
+                             f"pass {what}=None.")
         weights = None if sample_weight is None else row_weights(self, sample_weight, X)  # None: all 1
         rng = fit_randomness(self)
         eps0 = self._selection_epsilon(d)
@@ -514,10 +561,12 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if _is_auto(self.bounds):  # 2 d private quantiles over the wide public grid
             self.quantile_ = _warn_unlocated(self, n, eps0)
             # Gumbel draws: 2 d exact selections over 11,111 candidates each would dominate the fit's time
-            lo, hi, event = private_feature_ranges(X, self.quantile_, eps0, rng, secure=False)
+            lo, hi, event = missing_aware_feature_ranges(X, self.quantile_, eps0, rng)
             events.append(event)
         U = _unit_box(X, lo, hi)
-        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
+        U[missing] = 0.0  # a missing entry adds nothing to the sums (its column's observed count is released)
+        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))),
+                           n_missing=np.count_nonzero(missing, axis=0))
         radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
         if isinstance(self.clip_norm, str):
             radius, event = private_quantile(norms, self._auto_clip_quantile, eps0, rng, self._auto_grid(d))
@@ -533,7 +582,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the deficit (1/n) sum (1 - w_i)
             first, second, deficit = weights @ U / n, weights @ U**2 / n, math.fsum(1.0 - weights) / n
         return self._release_moments(n, d, lo, hi, first, second, radius, events, rng, derived, eps0,
-                                     deficit=deficit)
+                                     deficit=deficit, observed=1.0 - missing.mean(axis=0))
 
     #: sample_weight: the public tail mass beyond the threshold of the noisy deficit (see max_sample_weight)
     _deficit_tail = 1e-6
@@ -566,7 +615,37 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         t = 1.0 - (noisy if abs(noisy) > tau else 0.0)
         return min(max(t, min(1.0 / n, W)), W)
 
-    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, deficit=None):
+    def _count_ratio(self, scale, n):
+        """Factor ``k`` by which the missing fractions are multiplied before they ride on the mean release.
+
+        The mean release is ``(1/n) sum_i c o_ij u_ij`` per column ``j`` (``o_ij`` 1 when observed, ``u`` in
+        ``[-1/2, 1/2]``, ``c = min(1, W)`` every row's weight), per-column sensitivity ``W/n``; the missing
+        fraction ``e_j = (1/n) sum_i (1 - o_ij)`` is affine in the entry's weight ``c o_ij`` in ``[0, W]``
+        (step ``W / (c n)``). :func:`skdp.privacy.weight_coordinate_scale` gives the noise scale ``s'`` at
+        which the pair costs what the mean release alone costs; releasing ``k e_j`` with ``k = scale / s'``
+        and the mean release's own noise is the same mechanism (``k = sqrt(3) c / 2``). Summed over the
+        columns the joint vector ``(mean, k e)`` has the L2 sensitivity ``W sqrt(d) / n`` of the mean alone.
+        """
+        W, c = weight_bound(self), default_weight(self)
+        return float(scale) / weight_coordinate_scale(scale, W / n, W / (2 * n), W / (c * n), gaussian=True)
+
+    def _observed_fraction(self, noisy_missing, noise_scale, d, n):
+        """The estimate ``t_j`` of each column's observed fraction from its noisy missing fraction (post-processing).
+
+        ``t_j = 1 - e_j`` with ``e_j`` the noisy missing fraction set to 0 where ``|e_j| <= tau`` (``tau`` the
+        public ``1 - _deficit_tail / 2`` quantile of a coordinate's noise, a bound on it for the L2-Laplace
+        vector of ``2 d`` coordinates), clamped to ``[1/n, 1]``: a complete column gives ``t_j = 1`` except with
+        probability ``_deficit_tail``, so without missing values the fit is the one of a complete table.
+        """
+        if self.delta > 0:
+            tau = noise_scale * float(special.ndtri(1.0 - self._deficit_tail / 2))
+        else:  # every coordinate is at most the norm, Gamma(2 d, scale)
+            tau = noise_scale * float(special.gammainccinv(2 * d, self._deficit_tail))
+        e = np.where(np.abs(noisy_missing) > tau, noisy_missing, 0.0)
+        return np.clip(1.0 - e, 1.0 / n, 1.0)
+
+    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, deficit=None,
+                         observed=None):
         """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``), set
         the fitted attributes and price the fit. ``events`` are the private selections made before.
 
@@ -576,6 +655,12 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         are unweighted: every row's weight is ``c = min(1, max_sample_weight)``
         (:func:`skdp._weights.default_weight`), so the sums released are ``c`` times them and are divided
         by that public total ``c``.
+
+        ``observed`` (fits without ``sample_weight`` and ``clip_norm``): each column's observed fraction
+        ``(1/n) sum_i o_ij`` (1 without missing values; ``None``: 1). Its complement, the missing fraction,
+        is released in the same draw as the mean (:meth:`_count_ratio`: at no extra cost), and the sums
+        are divided by ``c`` times the estimated observed fraction (:meth:`_observed_fraction`). Whether
+        it is released depends on the parameters only, never on whether ``X`` has missing values.
         """
         r = hi - lo
         sens = self._sensitivities(d, n, radius, weight_bound(self))
@@ -585,17 +670,26 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             total = default_weight(self)
             u_mean, u_second = total * u_mean, total * u_second
         draw = gaussian_noise if self.delta > 0 else l2_laplace_noise
-        first = u_mean + draw(rng, scales[0], d)
+        # The mean release is one draw of 2 d coordinates in every path, so that the paths draw alike (a fit with
+        # every weight 1 is the unweighted fit): the means, then the scaled missing fractions where they ride
+        # on it (public: no sample_weight, no clip_norm), else zeros (a constant query: nothing is released)
+        carry = deficit is None and self.clip_norm is None
+        k = self._count_ratio(scales[0], n)
+        missing = 1.0 - (np.ones(d) if observed is None else np.asarray(observed, dtype=float))
+        joint = np.concatenate([u_mean, k * missing if carry else np.zeros(d)]) + draw(rng, scales[0], 2 * d)
+        first = joint[:d]
         usecond = u_second + draw(rng, scales[1], d)  # in [0, 1/4] before the noise (unweighted)
         if deficit is not None:  # drawn last: with every weight 1 the moments are the unweighted fit's
             total = self._total_weight(deficit, self._deficit_scale(sens[0], scales[0], d, n, radius), n, rng)
+        if carry:
+            total = total * self._observed_fraction(joint[d:] / k, float(scales[0]) / k, d, n)
         first, usecond = first / total, usecond / total
         umean = np.clip(first, -0.5, 0.5)
         # Variances below the noise level of their estimate are not resolved: floor them
         # there (post-processing of public quantities), so no feature is blown up. The
         # estimate is the noisy sum divided by the total weight: its noise is scales[1] / total.
-        floor = max(1e-4, 2.0 * float(scales[1]) / total)
-        uvar = np.clip(usecond - umean**2, min(floor, 0.25), 0.25)
+        floor = np.maximum(1e-4, 2.0 * float(scales[1]) / total)
+        uvar = np.clip(usecond - umean**2, np.minimum(floor, 0.25), 0.25)
         mean = lo + r * (umean + 0.5)
         var = uvar * r**2
         self.clip_norm_ = radius
@@ -604,15 +698,18 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.mean_ = mean if self.with_mean else np.zeros(d)
         self.var_ = var
         self.scale_ = np.sqrt(var) if self.with_std else np.ones(d)
-        self.n_samples_seen_ = np.float64(n * total)
+        # as scikit-learn's: one number, or one per feature where a column's (estimated) observed count differs
+        seen = n * np.asarray(total, dtype=float)
+        self.n_samples_seen_ = np.float64(seen.flat[0]) if np.all(seen == seen.flat[0]) else seen
         release(self, events, derived=derived, noise_scale=np.asarray(scales))
         return self
 
     def transform(self, X):
         """Standardise with the private statistics."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True)
-        return (np.clip(X, *self.bounds_) - self.mean_) / self.scale_
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True,
+                          ensure_all_finite="allow-nan" if self.clip_norm is None else True)
+        return (np.clip(X, *self.bounds_) - self.mean_) / self.scale_  # missing values stay missing
 
     def inverse_transform(self, X):
         """Undo :meth:`transform`."""
@@ -622,7 +719,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = self.clip_norm is None  # with clip_norm, missing values are refused
         return tags
 
 
@@ -783,15 +880,20 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.quantile_ = float(self.quantile)
         if _is_auto(self.bounds):  # no public range: the wide public grid, at a level n can locate
             self.quantile_ = max(self.quantile_, _warn_unlocated(self, n, eps0))
-            data_min, data_max, _ = private_feature_ranges(X, self.quantile_, eps0, rng, secure=False)
+            data_min, data_max, _ = missing_aware_feature_ranges(X, self.quantile_, eps0, rng)
             lo, hi = data_min, data_max
         else:
             data_min, data_max = np.empty(d), np.empty(d)
             for j in range(d):
                 grid = np.linspace(lo[j], hi[j], int(self.n_grid))
                 col = np.clip(X[:, j], lo[j], hi[j])
-                data_min[j] = private_quantile(col, self.quantile, eps0, rng, grid, secure=False)[0]
-                data_max[j] = private_quantile(col, 1 - self.quantile, eps0, rng, grid, secure=False)[0]
+                # #{x_ij <= c} over the observed values; the missing ones count as below every candidate for
+                # the high quantile (see missing_aware_feature_ranges): each count still moves by 1 at most
+                below, n_missing = grid_counts(col, grid), int(np.count_nonzero(np.isnan(col)))
+                data_min[j] = private_quantile_from_counts(below, n, self.quantile, eps0, rng, grid,
+                                                           secure=False)[0]
+                data_max[j] = private_quantile_from_counts(below + n_missing, n, 1 - self.quantile, eps0, rng,
+                                                           grid, secure=False)[0]
                 if data_max[j] <= data_min[j]:  # post-processing: one grid step at least
                     step = grid[1] - grid[0]
                     data_min[j], data_max[j] = min(data_min[j], data_max[j]), max(data_min[j], data_max[j]) + step
@@ -812,7 +914,8 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Scale with the private range (values outside it are clipped)."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False, copy=True,
+                          ensure_all_finite="allow-nan")
         low, high = self.feature_range
         # in feature_range by construction; the clip removes the last bit that rounding can add (a public bound
         # the next step relies on, e.g. its data_norm)
@@ -826,5 +929,5 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
