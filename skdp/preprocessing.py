@@ -239,6 +239,32 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     fit (never to ``clip_norm``, which only serves the estimate). Tight public
     bounds matter: the noise is a fixed fraction of each range.
 
+    **Missing values** (NaN) are ignored by the fit and kept by
+    :meth:`transform`, as scikit-learn's ``StandardScaler`` does, and ``n``
+    stays the public number of rows (no row is dropped). A missing entry adds
+    ``u = 0`` to both sums, so the means are taken over each column's
+    observed entries: that needs the observed counts, which are data. They
+    are released in the same draw as the means: per column the mean release
+    carries ``k e_j`` with ``e_j = (1/n) #{i : x_ij missing}`` and ``k =
+    sqrt(3) c / 2`` (``c = min(1, max_sample_weight)``). Per column a
+    replacement moves ``(c u-sum / n, e)`` by ``(<= W/n, 0)`` (a value
+    changes) or ``(<= W/(2n), 1/n)`` (an entry turns missing or observed), so
+    ``k`` makes both at most ``W/n`` in L2: the joint vector has the L2
+    sensitivity ``sqrt(d) W / n`` of the means alone and is priced by the same
+    event (:func:`skdp.privacy.weight_coordinate_scale`; the mean release is a
+    vector of ``2 d`` coordinates in every fit, the second half zeros where
+    the fractions are not carried). The second moments' sensitivity is
+    unchanged (``u**2`` in ``[0, 1/4]``, and a missing entry counts 0). The
+    noisy fractions below their noise's ``1 - 1e-6`` quantile are set to 0
+    (post-processing), so a complete table gives the fit without missing
+    values; the sums are divided by the estimated observed counts, and
+    ``n_samples_seen_`` is then one estimated count per feature. With
+    ``bounds="auto"`` the missing entries count above every candidate for the
+    low bound and below every candidate for the high one
+    (:func:`missing_aware_feature_ranges`: each count still moves by 1). With
+    ``clip_norm`` or ``sample_weight`` (rows, not columns, carry the weights
+    there) missing values are refused (``ValueError``): impute them first.
+
     ``clip_norm`` trades a bias for less noise. With few rows or a small
     epsilon the box sensitivity makes the means noisy (diabetes, ``n = 309``,
     ``d = 10``, bounds 20% wider than the data, epsilon about 0.5: the means
@@ -363,12 +389,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The accountant's method.
     noise_scale_ : ndarray
         Noise std (or L2-Laplace scale) of the mean and second-moment releases.
-    n_samples_seen_ : float
+    n_samples_seen_ : float or ndarray of shape (n_features,)
         The total weight the weighted sums were divided by, as scikit-learn's
         sum of the weights: without ``sample_weight`` ``n min(1,
         max_sample_weight)`` (public; ``n`` at the default), with it the
         estimate ``n t`` (private: post-processing of the noisy deficit; see
-        ``max_sample_weight``).
+        ``max_sample_weight``). Where the estimated missing fractions are not
+        all 0, one estimated observed count per feature (private: noisy).
     clip_norm_ : float or None
         The radius ``c`` used (in units of the ranges), ``None`` without
         clipping. Private with ``"auto"`` (part of the release).
@@ -741,6 +768,14 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     :meth:`transform` clips to the private range, so every output lies in
     ``feature_range`` (a public bound for the next step, e.g. a
     ``data_norm`` of ``sqrt(d) * max|feature_range|``).
+
+    Missing values (NaN) are ignored by the fit and kept by :meth:`transform`,
+    as scikit-learn's ``MinMaxScaler`` does; ``n`` stays public. For the low
+    quantile a missing entry counts above every candidate, for the high one
+    below every candidate, so both bounds land ``q n`` observed values inside
+    the observed range. Replacing one row moves each of these counts by at
+    most 1 (a value moves, or an entry turns missing or observed): the score
+    sensitivity stays 1 and the events are unchanged.
 
     Parameters
     ----------
