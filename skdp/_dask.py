@@ -41,8 +41,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from . import diagnostics
+from ._plan import PublicFit, make_plan
 from ._random import fit_randomness
-from ._release import charge, class_indices, classes_from_counts, ClassSelection, solve_and_release, zero_rows
+from ._classes import class_indices, classes_from_counts, ClassSelection, zero_rows
+from ._protocol import charge, solve_and_release
 from ._weights import default_weight
 from .bounds import (augmented_row_bound, bound_features, bound_labels, clip_features, label_range_from_counts,
                      raw_row_bound, row_norms)
@@ -268,7 +270,7 @@ class DaskDesign:
     never materialised. Each block is bounded with
     :func:`skdp.bounds.bound_features` at the public ``data_norm`` (the same
     function as in memory), rows whose label was not selected are zeroed
-    (:func:`skdp._release.zero_rows`), and the labels are encoded there too.
+    (:func:`skdp._classes.zero_rows`), and the labels are encoded there too.
     ``n_rows_clipped`` / ``n_labels_clipped`` are the counts of the last pass
     (non-private diagnostics for the data holder).
     """
@@ -375,19 +377,19 @@ def _set_features(estimator, rows):
     _check_n_features(estimator, rows.X, reset=True)
 
 
-def _fit_problem(est, rows, targets, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
+def _fit_problem(est, plan, rows, targets, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                  data_derived=False, clip_norm=None, rng=None, pre_events=(), norm_counts=None):
-    """``DPLinearModel._fit_problem`` on Dask rows: the same steps, the passes as reductions."""
+    """``DPLinearModel._fit_problem`` on Dask rows: the same plan and steps, the passes as reductions."""
     from .linear_model._base import warn_unreliable_selection
 
     n = rows.n
-    warn_unreliable_selection(est.epsilon, est._n_auto_selections(), n)
+    warn_unreliable_selection(est.epsilon, est._n_auto_selections(plan.public.n_targets), n)
     pre_events = list(pre_events)
     data_norm = est.data_norm
     fraction = est._intercept_fraction_for(rows.d)
     if data_norm == "auto":
         value, bound_event = private_quantile_from_counts(norm_counts, n, est._auto_norm_quantile,
-                                                          est._selection_epsilon(n), rng, DEFAULT_NORM_GRID,
+                                                          plan.selection_epsilon, rng, DEFAULT_NORM_GRID,
                                                           selection_secure_option(est.solver_options))
         data_norm = augmented_row_bound(value * est._auto_norm_factor_for(n), est.fit_intercept,
                                         est.intercept_scaling, fraction)
@@ -402,8 +404,7 @@ def _fit_problem(est, rows, targets, loss, n_outputs, solver, *, label_bound=Non
                         coef_norm=coef_norm, clip_norm=clip_norm, solver=solver)
     problem = DaskProblem(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init},
                           row_weight=default_weight(est, warn=True))
-    budget = est._solver_budget(solver, problem, pre_events)
-    result = solve_and_release(est, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived)
+    result = solve_and_release(est, solver, problem, plan, rng, pre_events=pre_events, derived=data_derived)
     diagnostics.record(est, n_rows_clipped=design.n_rows_clipped)
     est.data_norm_ = public.data_norm
     est.intercept_scaling_ = public.intercept_scaling
@@ -415,16 +416,16 @@ def _fit_problem(est, rows, targets, loss, n_outputs, solver, *, label_bound=Non
 def fit_logistic(est, X, y, privacy_ledger=None):
     """``DPLogisticRegression.fit`` on a Dask array or dataframe ``X`` (labels ``y``: Dask or NumPy)."""
     from .losses import LogisticLoss, MultinomialLoss
-    from ._release import check_class_set
+    from ._classes import check_class_set
 
     est._check_privacy_params()
     _refuse_none(est, "data_norm")
     _refuse_none(est, "classes")
-    classes = check_class_set(est)
-    solver = est._resolve_solver("logistic" if classes is None or classes.size == 2 else "multinomial")
-    _check_solver(est, solver)
+    check_class_set(est)
     rows = DaskRows(X, y)
-    charge(est, rows.X, privacy_ledger)
+    plan = make_plan(est, PublicFit(rows.n, rows.d))  # public facts only: before any block is read
+    _check_solver(est, plan.solver)
+    charge(est, rows.X, privacy_ledger, plan)
     _set_features(est, rows)
     norm_counts, label_counts, _ = rows.reduce(_first_pass, rows.dtype, est.data_norm == "auto", True, None, False)
     check_classification_targets(label_counts.labels)
@@ -432,10 +433,10 @@ def fit_logistic(est, X, y, privacy_ledger=None):
     selection = classes_from_counts(est, label_counts.labels, label_counts.counts, rows.n, rng)
     k = selection.classes.size
     loss, n_out = (LogisticLoss(), 1) if k == 2 else (MultinomialLoss(k), k)
-    solver = est._resolve_solver(loss.name)
+    solver = plan.solver if loss.name == plan.spec["loss"].name else est._resolve_solver(loss.name)
     _check_solver(est, solver)
     targets = _ClassTargets(selection.classes, k == 2, isinstance(est.classes, str))
-    coef, _ = _fit_problem(est, rows, targets, loss, n_out, solver, data_derived=selection.derived,
+    coef, _ = _fit_problem(est, plan, rows, targets, loss, n_out, solver, data_derived=selection.derived,
                            clip_norm="initial", rng=rng, pre_events=selection.events, norm_counts=norm_counts)
     est.coef_, est.intercept_ = est._split_coef(coef)
     est.multi_class_ = "binary" if k == 2 else ("ovr" if est.solver_info_.get("one_vs_rest") else "multinomial")
@@ -453,11 +454,11 @@ def fit_ridge(est, X, y, privacy_ledger=None):
     _refuse_none(est, "data_norm")
     _refuse_none(est, "label_bound")
     rows = DaskRows(X, y)
-    solver = est._resolve_solver("squared", (rows.n, rows.d + int(est.fit_intercept)))
-    est._check_ball(solver)
+    plan = make_plan(est, PublicFit(rows.n, rows.d))  # public facts only: before any block is read
+    solver = plan.solver
     _check_solver(est, solver)
     refuse_unreliable_selection(est, est._n_auto_selections(), rows.n)
-    charge(est, rows.X, privacy_ledger)
+    charge(est, rows.X, privacy_ledger, plan)
     _set_features(est, rows)
     auto_labels = isinstance(est.label_bound, str)
     norm_counts = y_counts = None
@@ -470,13 +471,13 @@ def fit_ridge(est, X, y, privacy_ledger=None):
         def counts(grid, centre=None):
             return y_counts if centre is None else rows.reduce(_abs_dev_counts, centre, grid)[0]
 
-        label_bound, pre_events = label_range_from_counts(counts, rows.n, est._selection_epsilon(rows.n), rng,
+        label_bound, pre_events = label_range_from_counts(counts, rows.n, plan.selection_epsilon, rng,
                                                           width=est._auto_label_width,
                                                           secure=selection_secure_option(est.solver_options))
     _, centre, bound, _, derived = bound_labels(np.zeros(0), label_bound, est.fit_intercept)
     radius, M = est._coef_ball([bound], solver)
     coef, design = _fit_problem(
-        est, rows, _RegressionTargets(label_bound, est.fit_intercept), SquaredLoss(), 1, solver, label_bound=1.0,
+        est, plan, rows, _RegressionTargets(label_bound, est.fit_intercept), SquaredLoss(), 1, solver, label_bound=1.0,
         coef_norm=radius, data_derived=derived, clip_norm="initial", rng=rng,
         pre_events=pre_events, norm_counts=norm_counts)
     return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped, solver=solver,

@@ -28,7 +28,8 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, v
 
 from . import diagnostics
 from ._random import fit_randomness
-from ._release import _caller_stacklevel, charge, release
+from ._protocol import charge, release
+from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import PrivacyBudget, calibrate
 from .privacy.events import scale_event_count
 from .privacy.label_set import (gaussian_label_set_events, gaussian_label_set_threshold,

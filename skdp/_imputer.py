@@ -110,7 +110,7 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
     ----------
     strategy : {"mean", "median", "most_frequent", "constant"}, default="mean"
     epsilon : float, default=1.0
-        Budget of the fit (> 0, finite). Unused with ``"constant"``.
+        Budget of the fit (> 0; ``inf`` is refused). Unused with ``"constant"``.
     delta : float, default=1e-5
         ``0`` gives pure epsilon-DP (``"mean"``: Laplace noise; ``"median"``
         and ``"most_frequent"`` with given categories: basic composition).
@@ -243,7 +243,7 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
         gaussian = self.delta > 0
         return 1.0 / weight_coordinate_scale(1.0, 1.0, 0.5, 1.0, gaussian=gaussian)
 
-    def _plan(self, d):
+    def _release_plan(self, d):
         """``(events, scale)`` of a fit on ``d`` columns (``scale``: see ``noise_scale_``)."""
         eps, delta = float(self.epsilon), float(self.delta)
         if self.strategy == "constant":
@@ -281,7 +281,7 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
         if self.strategy == "most_frequent" and not isinstance(self.categories, str) and len(self.categories) != d:
             raise ValueError(f"categories must hold one list per column ({d} columns, {len(self.categories)} "
                              "lists).")
-        return self._plan(d)[0]
+        return self._release_plan(d)[0]
 
     # ------------------------------------------------------------------ fit
     def _validated(self, X, reset):
@@ -336,7 +336,7 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
         missing = np.column_stack([_missing_mask(X[:, j]) for j in range(d)]) if d else np.zeros((n, 0), bool)
         rng = fit_randomness(self)
         diagnostics.record(self, n_missing=np.count_nonzero(missing, axis=0))
-        events, scale = self._plan(d)
+        events, scale = self._release_plan(d)
         derived = False
         if self.strategy in _NUMERIC:
             lo, hi, derived = self._bounds(X, missing)

@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from ._release import _caller_stacklevel
+from ._warnings import caller_stacklevel as _caller_stacklevel
 
 __all__ = ["WEIGHT_CONSTRAINTS", "CLASS_WEIGHT_CONSTRAINTS", "check_weight_params", "weight_bound", "row_weights",
            "sample_weights", "class_weighted", "default_weight"]

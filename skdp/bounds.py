@@ -157,6 +157,27 @@ class BoundedDesign:
     def T(self):
         return _TransposedBoundedDesign(self)
 
+    @property
+    def raw(self):
+        """The caller's rows, unclipped (never modified; read only by the design's own passes and a solver's
+        mini-batch steps, which apply :attr:`row_factors` and :attr:`feature_clip` to them)."""
+        return self._X
+
+    @property
+    def feature_clip(self):
+        """The radius every raw entry is winsorised to, or ``None``."""
+        return self._clip
+
+    @property
+    def row_factors(self):
+        """Each row's scale factor (``(n,)``: its clipping to the row bound), or ``None`` (all 1)."""
+        return self._f
+
+    @property
+    def intercept_column(self):
+        """The intercept column: ``None`` (no column), a float (a constant) or an ``(n,)`` array."""
+        return self._c
+
     def gather(self, rows):
         """``A[rows]`` as a design over the gathered raw rows ``X[rows]`` (a mini-batch step's rows).
 

@@ -23,7 +23,8 @@ from .exceptions import PrivacyLeakWarning
 from . import _dask, diagnostics
 from ._dask import is_dask_collection
 from ._random import fit_randomness
-from ._release import _caller_stacklevel, charge, release
+from ._protocol import charge, release
+from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import (
     BoundedRangeEvent,
     GaussianEvent,
@@ -77,14 +78,14 @@ def _public_bounds(bounds, n_features):
     return lo, hi
 
 
-def _charge_and_bound(scaler, X, privacy_ledger, **plan_kwargs):
+def _charge_and_bound(scaler, X, privacy_ledger):
     """Charge the ledger (before reading X), validate X, and return ``(X, lower, upper, derived)``.
 
     ``derived`` is True when the bounds were read from the data (with a
     :class:`~skdp.PrivacyLeakWarning`; the caller reports an infinite epsilon).
     With ``bounds="auto"`` the bounds are ``None``: the caller selects them privately.
     """
-    charge(scaler, X, privacy_ledger, **plan_kwargs)
+    charge(scaler, X, privacy_ledger)
     # missing values (NaN) are ignored in the fit and kept by transform, as scikit-learn's scalers do; inf is refused
     X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True, ensure_all_finite="allow-nan")
     if _is_auto(scaler.bounds):

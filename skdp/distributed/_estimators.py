@@ -12,9 +12,13 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from .. import diagnostics
+from .._plan import FitPlan, PublicFit, make_plan, public_fit
 from .._random import fit_randomness
-from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_selection_events, fit_classes,
-                        n_iter_attribute, ovr_budget, ovr_targets, plan_after, refused_after_selection, release)
+from .._classes import check_class_set, class_selection_events, fit_classes, refused_after_selection
+from .._ovr import ovr_budget, ovr_targets
+from .._predict import ProbabilisticClassifierMixin
+from .._protocol import charge, n_iter_attribute, release
+from ..privacy.search import plan_after
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
                         sample_weights, weight_bound)
 from ..bounds import bound_features
@@ -22,7 +26,6 @@ from ..losses import weigh
 from ..privacy import (
     GaussianEvent,
     L2LaplaceEvent,
-    PrivacyBudget,
     calibrate_gaussian,
     gaussian_noise,
     l2_laplace_noise,
@@ -74,6 +77,11 @@ def _bound_rows(data_norm, fit_intercept, Xp):
 
 def _is_dask(X):
     return type(X).__module__.split(".")[0] == "dask"
+
+
+#: the protocols by what they share: True for noisy gradient descent (the parties share clipped mean gradients
+#: every round), False for output perturbation (they share one local minimiser each)
+_GRADIENT_PROTOCOL = {"mpc_grad_pert": True, "mpc_output_pert": False}
 
 
 class _DaskParties:
@@ -185,7 +193,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     labelled ``+1``, the rest ``-1``), inside the same secure aggregation (the same parties' seeds and share
     generators; every class's noisy aggregates are further releases of the same noise generator), so the
     trust model is unchanged. Every class's fit reads every record, so the ``k`` fits compose; the budget
-    is split before the data is read by :func:`skdp._release.ovr_budget`: each class gets ``delta / k``
+    is split before the data is read by :func:`skdp._ovr.ovr_budget`: each class gets ``delta / k``
     and the largest epsilon such that the shared accountant prices the ``k`` fits (with the label-set
     selection) at what one binary fit costs, so ``privacy_spent_`` is the same for any number of classes.
     For ``mpc_grad_pert`` that is the exact GDP calibration of ``k T`` releases (``sigma`` grows by about
@@ -211,7 +219,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         Used when ``fit`` gets no ``parties``: rows are split into this many contiguous blocks.
     classes : array-like of shape (n_classes,), "auto" or None, default="auto"
         Public class labels. ``"auto"`` selects them privately (as in :class:`skdp.DPLogisticRegression`;
-        needs ``delta > 0``; the protocol's noise is calibrated (:func:`skdp._release.plan_after`) so that
+        needs ``delta > 0``; the protocol's noise is calibrated (:func:`skdp.privacy.search.plan_after`) so that
         the accountant prices the selection and the fit together at exactly ``epsilon``, never more, as
         the in-memory models do; the fit is planned and charged as a binary fit,
         which costs what the one-vs-rest fit of any number of selected labels costs; in this simulation
@@ -343,7 +351,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         W = weight_bound(self)  # a record of weight <= W: every per-record bound below is W times larger
         # classes="auto": the label-set selection comes first; the solver gets the rest of (epsilon, delta)
         selection = class_selection_events(self, n)
-        if self._solver() == "mpc_grad_pert":
+        if _GRADIENT_PROTOCOL[self._solver()]:
             if self.delta == 0:
                 raise ValueError("solver='mpc_grad_pert' needs delta > 0 (Gaussian noise); use "
                                  "'mpc_output_pert' for pure epsilon-DP.")
@@ -364,7 +372,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 if self.delta == 0:
                     return [L2LaplaceEvent(sens, pure_noise_scale(sens, b.epsilon))]
                 return [GaussianEvent(sens, calibrate_gaussian(sens**2, b.epsilon, b.delta))]
-        # one-vs-rest: k fits (one per class) priced together like one binary fit (skdp._release.ovr_budget)
+        # one-vs-rest: k fits (one per class) priced together like one binary fit (skdp._ovr.ovr_budget)
         fits = 1 if n_classes <= 2 else int(n_classes)
         # the binary release's budget, priced with the selection by the accountant at exactly (epsilon, delta)
         budget = plan_after(events_for, selection, self.epsilon, self.delta)
@@ -373,6 +381,16 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         return sens, (one.scale if isinstance(one, L2LaplaceEvent) else one.sigma), selection + events, T
 
     # -- fitting -------------------------------------------------------------------------------
+    def _plan(self, public):
+        """The fit's :class:`~skdp._plan.FitPlan`: the public party sizes, the label-set selection's and the
+        protocol's events (one-vs-rest over the public classes), the noise scale and the step count."""
+        sizes = [len(b) for b in split_parties(int(public.n_samples), self.n_parties, public.parties)]
+        d = int(public.n_features) + int(self.fit_intercept)
+        k = self._public_n_classes()
+        sens, scale, events, T = self._calibration(sizes, d, k)
+        return FitPlan(public, guaranteed=self.classes is not None, release_events=events,
+                       spec=dict(sizes=sizes, d=d, n_classes=k, calibration=(sens, scale, events, T)))
+
     def planned_events(self, n_samples, n_features=None, parties=None):
         """The privacy events a fit on ``(n_samples, n_features)`` releases, without any data.
 
@@ -384,10 +402,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         self._check_params()
         if n_features is None:
             raise ValueError("planned_events needs n_features (the fixed-point rounding enters the sensitivity).")
-        if self.classes is None:
-            return None
-        sizes = [len(b) for b in split_parties(int(n_samples), self.n_parties, parties)]
-        return self._calibration(sizes, int(n_features) + int(self.fit_intercept), self._public_n_classes())[2]
+        return make_plan(self, PublicFit(int(n_samples), int(n_features), parties=parties)).events
 
     def _public_n_classes(self):
         """Number of public classes; 2 when the set is chosen in the fit (a binary plan costs the same)."""
@@ -437,9 +452,13 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
                 raise ValueError("With a dask array the row chunks are the parties; do not pass parties.")
             if X.ndim != 2:
                 raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
-            charge(self, X, privacy_ledger, parties=np.repeat(np.arange(len(X.chunks[0])), X.chunks[0]))
-            return self._fit_dask(X, y, sample_weight)
-        charge(self, X, privacy_ledger, y=y, parties=parties)
+            chunks = np.repeat(np.arange(len(X.chunks[0])), X.chunks[0])
+            plan = make_plan(self, PublicFit(int(X.shape[0]), int(X.shape[1]), parties=chunks))
+            charge(self, X, privacy_ledger, plan)
+            return self._fit_dask(plan, X, y, sample_weight)
+        public = public_fit(X, parties=parties)
+        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, dtype=np.float64)
         # sample_weight and parties are refused before the label-set selection spends budget
         weights = sample_weights(self, sample_weight, X)
@@ -450,7 +469,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
                                     self._bound)
         with refused_after_selection(self, class_selection_events(self, X.shape[0])):
-            return self._fit_parties(backend, derived, rng)
+            return self._fit_parties(plan, backend, derived, rng)
 
     def _encode_labels(self, y, rng):
         """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
@@ -470,7 +489,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _bound(self):
         return functools.partial(_bound_rows, float(self.data_norm), bool(self.fit_intercept))
 
-    def _fit_dask(self, X, y, sample_weight=None):
+    def _fit_dask(self, plan, X, y, sample_weight=None):
         """Each row chunk of the ``dask.array`` ``X`` is a party (its size is public)."""
         y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
         if y.shape != (X.shape[0],):
@@ -483,17 +502,24 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         weights = class_weighted(self, weights, y, self.classes_)
         self.n_features_in_ = int(X.shape[1])
         with refused_after_selection(self, class_selection_events(self, X.shape[0])):
-            return self._fit_parties(_DaskParties(X, ys, self._bound, weights), derived, rng)
+            return self._fit_parties(plan, _DaskParties(X, ys, self._bound, weights), derived, rng)
 
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
 
-    def _fit_parties(self, backend, derived, rng=None):
-        """The protocol, given parties that compute locally (in process or on Dask workers)."""
+    def _fit_parties(self, plan, backend, derived, rng=None):
+        """The protocol, given parties that compute locally (in process or on Dask workers).
+
+        The calibration is the plan's, unless ``classes="auto"`` selected another number of classes than
+        planned (the one-vs-rest fits are then calibrated to the same price, see :func:`skdp._ovr.ovr_budget`).
+        """
         sizes = np.asarray(backend.sizes)
         d = backend.n_features + int(self.fit_intercept)
         k = self.classes_.size
-        sens, scale, events, T = self._calibration(sizes, d, k)
+        if k == plan.spec["n_classes"] or (k <= 2 and plan.spec["n_classes"] <= 2):
+            sens, scale, events, T = plan.spec["calibration"]
+        else:
+            sens, scale, events, T = self._calibration(sizes, d, k)
         rng = fit_randomness(self) if rng is None else rng
         m = len(sizes)
         # 128 bits from the fit's generator root every party's own SeedSequence; each party splits its own
@@ -507,7 +533,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         # public bound on every shared entry (a clipped mean gradient, or a local minimiser, ||theta|| <= G/alpha):
         # the sum of m of them must fit the ring, or the reconstruction would wrap around
         bound = float(self.data_norm) * weight_bound(self)
-        bound = bound if self._solver() == "mpc_grad_pert" else bound / self.alpha
+        bound = bound if _GRADIENT_PROTOCOL[self._solver()] else bound / self.alpha
         if m * bound >= ring.limit:
             raise ValueError(f"frac_bits={self.frac_bits} leaves too little integer range for {m} parties' "
                              f"values up to {bound:g}; lower frac_bits.")
@@ -534,7 +560,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
 
     def _run_protocol(self, backend, agg, shares_of, scale, T, d, sizes, column):
         """One binary fit (labels ``ys[:, column]`` for one-vs-rest): its released aggregates' result."""
-        if self._solver() == "mpc_grad_pert":
+        if _GRADIENT_PROTOCOL[self._solver()]:
             G = float(self.data_norm) / 2  # the clip of one record's unweighted gradient
             eta = 1.9 / (weight_bound(self) * float(self.data_norm) ** 2 / 4 + self.alpha)
 

@@ -2,7 +2,6 @@
 
 import math
 import warnings
-from numbers import Integral
 from numbers import Integral, Real
 
 import numpy as np
@@ -10,9 +9,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
+from .._plan import FitPlan, PublicFit, make_plan
 from .._random import fit_randomness
-from .._release import (_caller_stacklevel, class_selection_events, plan_after, solve_and_release,
-                        zero_inactive_rows)
+from .._classes import class_selection_events, zero_inactive_rows
+from .._protocol import solve_and_release
+from .._warnings import caller_stacklevel as _caller_stacklevel
+from ..privacy.search import plan_after
 from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
@@ -100,16 +102,24 @@ def selection_epsilon(epsilon, fraction, k, n_samples):
 
 
 def solver_budget(solver, problem, pre_events, epsilon, delta):
-    """The solver's target so that its events and ``pre_events`` together cost ``(epsilon, delta)``.
+    """``(budget, solver_plan)``: the solver's target so that its events and ``pre_events`` cost ``(epsilon, delta)``.
 
-    :func:`skdp._release.plan_after` on the solver's plan for the public view
-    of ``problem``: without pre-events ``(epsilon, delta)``, otherwise the
-    largest solver epsilon for which the accountant prices the whole plan at
-    no more than ``epsilon``. Planning reads only public quantities, so the
-    same budget is found when charging a ledger and when fitting.
+    :func:`skdp.privacy.search.plan_after` on the solver's plans for the
+    public view of ``problem``: without pre-events ``(epsilon, delta)``,
+    otherwise the largest solver epsilon for which the accountant prices the
+    whole plan at no more than ``epsilon``. ``solver_plan`` is the solver's
+    plan at that budget when the search made it (``None`` otherwise: made on
+    first use). Planning reads only public quantities.
     """
     view = public_view(problem)
-    return plan_after(lambda budget: solver.plan(view, budget), pre_events, epsilon, delta)
+    made = []
+
+    def events(budget):
+        made.append((budget, solver.make_plan(view, budget)))
+        return made[-1][1].events
+
+    budget = plan_after(events, pre_events, epsilon, delta)
+    return budget, next((sp for b, sp in made if b is budget), None)
 
 
 class DPLinearModel(BaseEstimator):
@@ -201,7 +211,12 @@ class DPLinearModel(BaseEstimator):
                     "row norm bound."
                 )
 
-    def _resolve_solver(self, loss_name, shape=None):
+    def _resolve_solver(self, loss_name, shape=None, public=None):
+        """The registered solver the fit runs, checked against the loss, ``delta``, the penalty and the options.
+
+        ``shape``: the public ``(n_samples, n_features)`` (intercept column included) when known, which
+        ``solver="auto"`` may choose by; ``public``: the fit's :class:`~skdp._plan.PublicFit`.
+        """
         name = self._auto_solver(loss_name, shape) if self.solver == "auto" else self.solver
         solver = get_solver(name)
         if getattr(self, "penalty", "l2") == "nonconvex":
@@ -265,12 +280,40 @@ class DPLinearModel(BaseEstimator):
             max_sample_weight=weight_bound(self),
         )
 
-    def _public_spec(self, shape=None):  # pragma: no cover - abstract
-        """(loss, n_outputs, label_bound, coef_norm) from public parameters, or None.
+    def _plan_spec(self, public, shape):  # pragma: no cover - abstract
+        """The estimator's public decisions: ``dict(solver, loss, n_outputs, label_bound, coef_norm, guaranteed)``.
 
-        ``shape``: the public ``(n_samples, n_features)`` of the planned fit, intercept column included.
+        ``shape``: the public ``(n_samples, n_features)`` of the planned fit,
+        intercept column included (``n_features`` may be ``None``);
+        ``guaranteed`` is false when a bound is read from the data.
         """
         raise NotImplementedError
+
+    def _plan(self, public):
+        """The fit's :class:`~skdp._plan.FitPlan` (see :func:`skdp._plan.make_plan`).
+
+        The solver, the private bound selections (each at
+        :func:`selection_epsilon`; the label set's selection after them), the
+        solver's budget from the one search and its plan on the data-free
+        problem. With ``data_norm="auto"`` (or ``None``) the bound is chosen
+        during the fit; every noise scale is proportional to it, so the plan
+        made with ``K = 1`` prices the same.
+        """
+        n = int(public.n_samples)
+        p = None if public.n_features is None else int(public.n_features) + int(self.fit_intercept)
+        spec = self._plan_spec(public, (n, p))
+        solver = spec["solver"]
+        k = self._n_auto_selections(public.n_targets)
+        eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, k, n)
+        pre = [BoundedRangeEvent(eps_sel)] * k + class_selection_events(self, n)
+        K = float(self.data_norm) if isinstance(self.data_norm, Real) else 1.0
+        view = self._problem(n, spec["loss"], spec["n_outputs"], K, label_bound=spec["label_bound"],
+                             coef_norm=spec["coef_norm"], clip_norm=self._clip_mode(solver), solver=solver,
+                             n_features=p)
+        budget, solver_plan = self._solver_budget(solver, view, pre)
+        return FitPlan(public, guaranteed=spec["guaranteed"] and self.data_norm is not None, pre_events=pre,
+                       selection_epsilon=eps_sel, budget=budget, solver=solver, view=view, spec=spec,
+                       solver_plan=solver_plan)
 
     def planned_events(self, n_samples, n_features=None):
         """The privacy events a fit on ``n_samples`` rows will release, without any data.
@@ -281,49 +324,29 @@ class DPLinearModel(BaseEstimator):
 
         Every skdp solver's noise depends only on public quantities (``n``, the
         bounds, the schedule), so a fit's cost is known before the data is
-        touched. Returns ``None`` when a bound (``data_norm``, ``classes``,
-        ``label_bound``) is left to be read from the data: such a fit has no
-        finite guarantee.
+        touched: these are the events of the fit's plan
+        (:func:`skdp._plan.make_plan`). Returns ``None`` when a bound
+        (``data_norm``, ``classes``, ``label_bound``) is left to be read from
+        the data: such a fit has no finite guarantee.
         """
         self._validate_params()
         self._check_privacy_params()
-        p = None if n_features is None else int(n_features) + int(self.fit_intercept)
-        shape = (int(n_samples), p)
-        spec = self._public_spec(shape)
-        if spec is None or self.data_norm is None:
-            return None
-        loss, n_outputs, label_bound, coef_norm = spec
-        solver = self._resolve_solver(loss.name, shape)
-        pre = self._selection_events(int(n_samples))
-        # With data_norm="auto" the bound is chosen privately during the fit; every
-        # noise scale is proportional to it, so the events priced with K = 1 cost the same.
-        K = 1.0 if self.data_norm == "auto" else float(self.data_norm)
-        problem = self._problem(int(n_samples), loss, n_outputs, K, label_bound=label_bound,
-                                coef_norm=coef_norm, clip_norm=self._clip_mode(solver), solver=solver, n_features=p)
-        return pre + solver.plan(problem, self._solver_budget(solver, problem, pre))
+        return make_plan(self, PublicFit(int(n_samples), None if n_features is None else int(n_features))).events
 
-    def _n_auto_selections(self):
-        """How many private bound selections a fit makes (each gets an equal share)."""
+    def _n_auto_selections(self, n_targets=None):
+        """How many private bound selections a fit makes (each gets an equal share; ``n_targets`` of a 2-D ``y``)."""
         return int(self.data_norm == "auto")
 
-    def _selection_epsilon(self, n_samples):
-        """Epsilon of each private bound selection of a fit on ``n_samples`` rows (see :func:`selection_epsilon`)."""
-        return selection_epsilon(self.epsilon, self.bound_budget_fraction, self._n_auto_selections(), n_samples)
+    def _solver_budget(self, solver, view, pre_events):
+        """``(budget, solver_plan)`` of the solver (see :func:`solver_budget`)."""
+        return solver_budget(solver, view, pre_events, self.epsilon, self.delta)
 
-    def _selection_events(self, n_samples):
-        """Events of the private bound selections a fit on ``n_samples`` rows makes."""
-        k = self._n_auto_selections()
-        return [BoundedRangeEvent(self._selection_epsilon(n_samples))] * k + class_selection_events(self, n_samples)
-
-    def _solver_budget(self, solver, problem, pre_events):
-        """The solver's target (see :func:`solver_budget`)."""
-        return solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
-
-    def _fit_problem(self, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
+    def _fit_problem(self, plan, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
                      data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None, sample_weight=None):
-        """Bound X, run the solver, price what it released, and set fitted attributes.
+        """Bound X, run the solver at the plan's budget, price what it released, and set fitted attributes.
 
-        ``sample_weight``: the rows' weights from :func:`skdp._weights.row_weights` (``None``: all 1).
+        ``plan`` is the fit's :class:`~skdp._plan.FitPlan`; ``sample_weight``:
+        the rows' weights from :func:`skdp._weights.row_weights` (``None``: all 1).
 
         ``rng`` is the fit's single generator (bound selections made before this
         call must have drawn from it, and ``pre_events`` are their events).
@@ -333,14 +356,14 @@ class DPLinearModel(BaseEstimator):
         constant and their gradient zero in every solver, and no bound changes.
         """
         rng = fit_randomness(self) if rng is None else rng
-        warn_unreliable_selection(self.epsilon, self._n_auto_selections(), X.shape[0])
+        warn_unreliable_selection(self.epsilon, self._n_auto_selections(plan.public.n_targets), X.shape[0])
         pre_events = list(pre_events)
         data_norm = self.data_norm
         fraction = self._intercept_fraction_for(X.shape[1])
         norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
         if data_norm == "auto":
             data_norm, bound_event = private_row_bound(
-                X, self._selection_epsilon(X.shape[0]), rng, norms=norms, quantile=self._auto_norm_quantile,
+                X, plan.selection_epsilon, rng, norms=norms, quantile=self._auto_norm_quantile,
                 factor=self._auto_norm_factor_for(X.shape[0]),
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
                 intercept_fraction=fraction, secure=selection_secure_option(self.solver_options))
@@ -355,13 +378,15 @@ class DPLinearModel(BaseEstimator):
                                  lazy=True, feature_clip=radius)
         if active is not None:
             bounded = zero_inactive_rows(bounded, active)
+        price_with = getattr(solver, "price_with", None)
+        if price_with is not None:  # one-vs-rest: its k fits are priced with the selections made before them
+            price_with(pre_events, self.delta)
         problem = self._problem(
             X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
             y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
             clip_norm=clip_norm, solver=solver, sample_weight=sample_weight,
         )
-        budget = self._solver_budget(solver, problem, pre_events)
-        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events,
+        result = solve_and_release(self, solver, problem, plan, rng, pre_events=pre_events,
                                    derived=bounded.data_derived or data_derived, n_clipped=bounded.n_clipped)
         self.data_norm_ = bounded.data_norm
         self.intercept_scaling_ = bounded.intercept_scaling

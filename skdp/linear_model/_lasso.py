@@ -12,11 +12,13 @@ from sklearn.utils.validation import validate_data
 from ..bounds import bound_labels, check_label_bound, clipped_design, private_label_range, public_label_range
 from ..losses import SquaredLoss
 from ..penalties import L2Penalty
-from ..privacy import BoundedRangeEvent, PrivacyBudget
+from ..privacy import BoundedRangeEvent
 from ..solvers._base import selection_secure_option
 from ..solvers import Problem, SolverChoice, get_solver
+from .._plan import FitPlan, PublicFit, make_plan, public_fit
 from .._random import fit_randomness
-from .._release import LinearRegressorMixin, charge, solve_and_release
+from .._predict import LinearRegressorMixin
+from .._protocol import charge, solve_and_release
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
 
@@ -284,20 +286,31 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
             sample_weight=sample_weight, max_sample_weight=weight_bound(self),
         )
 
+    def _plan(self, public):
+        """The fit's :class:`~skdp._plan.FitPlan` (see :func:`skdp._plan.make_plan`).
+
+        With ``label_bound="auto"`` (or ``None``) the solver works in units of
+        the range chosen during the fit: a unit range prices the same.
+        """
+        solver = self._check_params()
+        n, d = int(public.n_samples), int(public.n_features)
+        lb = (-1.0, 1.0) if (_is_auto(self.label_bound) or self.label_bound is None) else self.label_bound
+        view = self._problem(solver, n, d, public_label_range(lb, self.fit_intercept)[3])
+        pre = self._selection_events(n)
+        budget, solver_plan = solver_budget(solver, view, pre, self.epsilon, self.delta)
+        eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, n) if pre else 0.0
+        return FitPlan(public, guaranteed=self.label_bound is not None, pre_events=pre, selection_epsilon=eps_sel,
+                       budget=budget, solver=solver, view=view, solver_plan=solver_plan)
+
     def planned_events(self, n_samples, n_features=None):
         """Events a fit on ``(n_samples, n_features)`` releases (``None`` if a bound is read from the data)."""
         self._validate_params()
-        solver = self._check_params()
+        self._check_params()
         if self.label_bound is None:
             return None
         if n_features is None:
             raise ValueError("DPLasso.planned_events needs n_features (the step size depends on it).")
-        # with label_bound="auto" the solver works in units of the chosen range: a unit range prices the same
-        lb = (-1.0, 1.0) if _is_auto(self.label_bound) else self.label_bound
-        bound = public_label_range(lb, self.fit_intercept)[3]
-        problem = self._problem(solver, int(n_samples), int(n_features), bound)
-        pre = self._selection_events(int(n_samples))
-        return pre + solver.plan(problem, solver_budget(solver, problem, pre, self.epsilon, self.delta))
+        return make_plan(self, PublicFit(int(n_samples), int(n_features))).events
 
     def _selection_events(self, n_samples):
         """``label_bound="auto"``: two selections (median, then median absolute deviation)."""
@@ -326,27 +339,27 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         -------
         self : object
         """
-        solver = self._check_params()
+        public = public_fit(X)
+        # public facts only, before any row is read (the parameters' checks included)
+        plan = self._check_params() and None if public is None else make_plan(self, public)
         refuse_unreliable_selection(self, 2 if _is_auto(self.label_bound) else 0, X)
-        charge(self, X, privacy_ledger, y=y)
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         rng = fit_randomness(self)
         label_bound, pre_events = self.label_bound, []
         if _is_auto(label_bound):
-            eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, 2, X.shape[0])
-            label_bound, pre_events = private_label_range(y, eps_sel, rng, width=_AUTO_LABEL_WIDTH,
+            label_bound, pre_events = private_label_range(y, plan.selection_epsilon, rng, width=_AUTO_LABEL_WIDTH,
                                                           secure=selection_secure_option(self.solver_options))
         yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
         R = float(self.feature_bound)
         # the clipped design is applied lazily (no copy of X); its row norms are only needed by
         # the gradient clipping, which is inactive on the L1 ball: one bound covers them all
         Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
-        problem = self._problem(solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
+        problem = self._problem(plan.solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
                                 norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])),
                                 sample_weight=row_weights(self, sample_weight, X))
-        budget = solver_budget(solver, problem, pre_events, self.epsilon, self.delta)
-        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=derived,
+        result = solve_and_release(self, plan.solver, problem, plan, rng, pre_events=pre_events, derived=derived,
                                    n_clipped=n_clipped, n_labels_clipped=int(n_lab))
         w = np.asarray(result.coef, dtype=float) * bound
         if self.fit_intercept:

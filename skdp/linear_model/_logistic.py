@@ -12,9 +12,11 @@ from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
 from .. import _dask
 from .._dask import is_dask_collection
+from .._plan import make_plan, public_fit
 from .._random import fit_randomness
-from .._release import (ProbabilisticClassifierMixin, charge, check_class_set, class_indices, fit_classes,
-                        refused_after_selection)
+from .._classes import check_class_set, class_indices, fit_classes, refused_after_selection
+from .._predict import ProbabilisticClassifierMixin
+from .._protocol import charge
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
@@ -287,7 +289,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.class_weight = class_weight
 
     _multiclass = True
-    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._release.n_iter_attribute`)
+    #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._protocol.n_iter_attribute`)
     _n_iter_style = "array"
     #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``
     _FEATURE_CLIP_FACTOR = 3.0
@@ -327,19 +329,19 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         """
         if self.alpha is not None:
             return self.alpha
-        if solver is not None and solver.name == "dp_gd" and getattr(self, "penalty", "l2") == "l2":
+        if solver is not None and solver.fits_default_alpha and getattr(self, "penalty", "l2") == "l2":
             return 1.0 / n_samples if n_samples else _SOLVER_ALPHA
         return _SOLVER_ALPHA
 
-    def _public_spec(self, shape=None):
-        check_class_set(self)
-        if self.classes is None:
-            return None
-        # classes="auto": the number of classes is chosen during the fit; every solver calibrates its
-        # noise to the same budget for any number of classes, so the binary plan costs the same
-        k = 2 if isinstance(self.classes, str) else np.unique(np.asarray(self.classes)).size
+    def _plan_spec(self, public, shape):
+        classes = check_class_set(self)
+        # classes="auto" (or None): the number of classes is known after the fit reads the labels; every
+        # solver calibrates its noise to the same budget for any number of classes, so the binary plan
+        # costs the same
+        k = 2 if classes is None else classes.size
         loss = LogisticLoss() if k == 2 else MultinomialLoss(k)
-        return loss, (1 if k == 2 else k), None, None
+        return dict(solver=self._resolve_solver(loss.name, shape, public), loss=loss, n_outputs=(1 if k == 2 else k),
+                    label_bound=None, coef_norm=None, guaranteed=self.classes is not None)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, privacy_ledger=None):
@@ -375,12 +377,9 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             _dask.refuse_unsupported(self, sample_weight)
             return _dask.fit_logistic(self, X, y, privacy_ledger)
         self._check_privacy_params()
-        classes = check_class_set(self)
-        if classes is not None:
-            self._resolve_solver("logistic" if classes.size == 2 else "multinomial")
-        elif isinstance(self.classes, str):  # "auto": the label count is known after the selection
-            self._resolve_solver("logistic")
-        charge(self, X, privacy_ledger, y=y)
+        public = public_fit(X)
+        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
         )
@@ -395,9 +394,9 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         else:
             loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
         with refused_after_selection(self, selection.events):
-            solver = self._resolve_solver(loss.name)
+            solver = plan.solver if loss.name == plan.spec["loss"].name else self._resolve_solver(loss.name)
             weights = class_weighted(self, weights, y, classes)
-            coef, _ = self._fit_problem(X, y_enc, loss, n_out, solver, data_derived=selection.derived,
+            coef, _ = self._fit_problem(plan, X, y_enc, loss, n_out, solver, data_derived=selection.derived,
                                         clip_norm="initial", rng=rng, pre_events=selection.events,
                                         active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)

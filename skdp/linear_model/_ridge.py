@@ -1,7 +1,6 @@
 """DPRidge."""
 
 import math
-from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,8 +15,11 @@ from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .. import _dask
 from .._dask import is_dask_collection
+from .._plan import PublicFit, make_plan, public_fit
 from .._random import fit_randomness
-from .._release import LinearRegressorMixin, charge, warn_heavy_clipping
+from .._predict import LinearRegressorMixin
+from .._protocol import charge
+from .._warnings import warn_heavy_clipping
 from .._weights import row_weights
 from ._base import DPLinearModel, refuse_unreliable_selection
 
@@ -307,49 +309,33 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
     #: label_bound="auto": the range is median +- this many private median absolute deviations
     _auto_label_width = 2.5
 
-    #: number of targets of the fit being planned or run (``None``: a 1-D ``y``); set only inside
-    #: :meth:`_targets`, so that every hook of the shared fit path sees the public shape of ``y``
-    _n_targets = None
     #: ``n_iter_`` as ``Ridge``'s: ``None`` for a direct solver, else (n_targets,)
     _n_iter_style = "per_target"
 
-    @contextmanager
-    def _targets(self, n_targets):
-        """Plan or fit for ``n_targets`` targets (``None``: 1-D ``y``) inside the block."""
-        previous = self.__dict__.get("_n_targets")
-        self._n_targets = n_targets
-        try:
-            yield
-        finally:
-            if previous is None:
-                self.__dict__.pop("_n_targets", None)
-            else:
-                self._n_targets = previous
-
-    def _n_auto_selections(self):
+    def _n_auto_selections(self, n_targets=None):
         # label_bound="auto": a private median and MAD per target
-        return super()._n_auto_selections() + (2 * (self._n_targets or 1) if _is_auto(self.label_bound) else 0)
+        return super()._n_auto_selections() + (2 * (n_targets or 1) if _is_auto(self.label_bound) else 0)
 
-    def _check_label_bound(self):
+    def _check_label_bound(self, n_targets=None):
         if _is_auto(self.label_bound):
             return
-        if self._n_targets is None:
+        if n_targets is None:
             check_label_bound(self.label_bound)
         else:
-            target_label_bounds(self.label_bound, self._n_targets)
+            target_label_bounds(self.label_bound, n_targets)
 
-    def _target_bounds(self):
+    def _target_bounds(self, n_targets=None):
         """The public label bound of each target (``[label_bound]`` for a 1-D ``y``)."""
-        if self._n_targets is None:
+        if n_targets is None:
             return [self.label_bound]
-        return target_label_bounds(self.label_bound, self._n_targets)
+        return target_label_bounds(self.label_bound, n_targets)
 
-    def _check_multi_output(self, solver):
+    def _check_multi_output(self, solver, n_targets=None):
         """``ValueError`` before any data is read when ``solver`` cannot fit several targets jointly."""
-        if (self._n_targets or 1) > 1 and not solver.multi_output:
+        if (n_targets or 1) > 1 and not solver.multi_output:
             ok = sorted(n for n, s in SOLVERS.items() if s.multi_output and n in _RIDGE_SOLVER.options)
             raise ValueError(
-                f"solver {solver.name!r} does not support multi-output y (y has {self._n_targets} targets): its "
+                f"solver {solver.name!r} does not support multi-output y (y has {n_targets} targets): its "
                 f"proof covers one target. Fit one DPRidge per target (the fits compose; a PrivacyLedger prices "
                 f"them together), or use one of {ok}."
             )
@@ -453,21 +439,21 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         """The ``n * epsilon`` from which ``solver="auto"`` runs ``adassp`` on ``p`` columns (see ``_auto_solver``)."""
         return (400 if p <= 12 else 100) * p
 
-    def _public_spec(self, shape=None):
-        if self.label_bound is None:
-            return None
-        self._check_label_bound()
-        solver = self._resolve_solver("squared", shape)
-        self._check_multi_output(solver)
+    def _plan_spec(self, public, shape):
+        n_targets = public.n_targets
+        self._check_label_bound(n_targets)
+        solver = self._resolve_solver("squared", shape, public)
+        self._check_multi_output(solver, n_targets)
         self._check_ball(solver)
-        # With label_bound="auto" the range is chosen during the fit; the solver's noise is
-        # relative to it, so a nominal unit range prices the same.
-        bounds = [public_label_range((-1.0, 1.0) if _is_auto(lb) else lb, self.fit_intercept)[3]
-                  for lb in self._target_bounds()]
+        # With label_bound="auto" (or None, read from the data) the range is chosen during the fit; the
+        # solver's noise is relative to it, so a nominal unit range prices the same.
+        bounds = [public_label_range((-1.0, 1.0) if (_is_auto(lb) or lb is None) else lb, self.fit_intercept)[3]
+                  for lb in self._target_bounds(n_targets)]
         # the solver works in units where every target is within [-1, 1] (see fit)
         ball, _ = self._coef_ball(bounds, solver)
         k = len(bounds)
-        return SquaredLoss(), k, _joint_label_bound(k), ball
+        return dict(solver=solver, loss=SquaredLoss(), n_outputs=k, label_bound=_joint_label_bound(k),
+                    coef_norm=ball, guaranteed=self.label_bound is not None)
 
     def planned_events(self, n_samples, n_features=None, n_targets=None):
         """The privacy events a fit on ``n_samples`` rows will release, without any data.
@@ -480,8 +466,11 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             raise ValueError(f"n_targets must be a positive integer or None, got {n_targets!r}.")
         if n_targets == 1 and not self._fits_jointly():
             n_targets = None  # a column vector is raveled, as in fit
-        with self._targets(None if n_targets is None else int(n_targets)):
-            return super().planned_events(n_samples, n_features)
+        self._validate_params()
+        self._check_privacy_params()
+        public = PublicFit(int(n_samples), None if n_features is None else int(n_features),
+                           n_targets=None if n_targets is None else int(n_targets))
+        return make_plan(self, public).events
 
     def _fits_jointly(self):
         """Whether the solver fits a 2-D ``y`` jointly (every solver ``"auto"`` picks does)."""
@@ -523,34 +512,30 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
             _dask.refuse_unsupported(self, sample_weight, y)
             return _dask.fit_ridge(self, X, y, privacy_ledger)
         self._check_privacy_params()
-        solver = self._resolve_solver("squared")
         # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
         # a column vector as sklearn's single-output estimators do (raveled, with a warning)
         n_targets = _n_targets_of(y)
-        if n_targets == 1 and not solver.multi_output:
+        if n_targets == 1 and not self._resolve_solver("squared").multi_output:
             n_targets = None
-        with self._targets(n_targets):
-            self._check_label_bound()
-            self._check_multi_output(solver)
-            self._check_ball(solver)
-            refuse_unreliable_selection(self, self._n_auto_selections(), X)
-            charge(self, X, privacy_ledger, y=y, n_targets=n_targets)
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                                 y_numeric=True, multi_output=n_targets is not None)
-            return self._fit_targets(X, np.asarray(y, dtype=np.float64), sample_weight)
+        self._check_label_bound(n_targets)
+        refuse_unreliable_selection(self, self._n_auto_selections(n_targets), X)
+        public = public_fit(X, n_targets=n_targets)
+        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        charge(self, X, privacy_ledger, plan, y=y)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             y_numeric=True, multi_output=n_targets is not None)
+        return self._fit_targets(plan, X, np.asarray(y, dtype=np.float64), sample_weight)
 
-    def _fit_targets(self, X, y, sample_weight=None):
-        """The fit on validated data (``y`` 1-D, or 2-D with ``self._n_targets`` columns)."""
-        solver = self._resolve_solver("squared", (X.shape[0], X.shape[1] + int(self.fit_intercept)))
-        self._check_multi_output(solver)
-        self._check_ball(solver)
+    def _fit_targets(self, plan, X, y, sample_weight=None):
+        """The fit on validated data (``y`` 1-D, or 2-D with ``plan.public.n_targets`` columns)."""
+        solver = plan.solver
         rng = fit_randomness(self)
         Y = y.reshape(y.shape[0], -1)
         k = Y.shape[1]
-        targets, pre_events = self._target_bounds(), []
+        targets, pre_events = self._target_bounds(plan.public.n_targets), []
         for j, label_bound in enumerate(targets):
             if _is_auto(label_bound):
-                targets[j], events = private_label_range(Y[:, j], self._selection_epsilon(Y.shape[0]), rng,
+                targets[j], events = private_label_range(Y[:, j], plan.selection_epsilon, rng,
                                                          width=self._auto_label_width,
                                                          secure=selection_secure_option(self.solver_options))
                 pre_events += events
@@ -563,19 +548,20 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         # vector then has norm <= sqrt(k): the one bound of the joint release.
         Yc = np.column_stack([c[0] for c in columns]) / bound
         coef, _ = self._fit_problem(
-            X, Yc[:, 0] if k == 1 else Yc, SquaredLoss(), k, solver, label_bound=_joint_label_bound(k),
+            plan, X, Yc[:, 0] if k == 1 else Yc, SquaredLoss(), k, solver, label_bound=_joint_label_bound(k),
             coef_norm=radius, data_derived=any(c[4] for c in columns), clip_norm="initial", rng=rng,
             pre_events=pre_events,
             sample_weight=row_weights(self, sample_weight, X),
         )
-        return self._set_fitted(coef, centre, bound, M, sum(c[3] for c in columns),
-                                solver=solver, n_features=X.shape[1], n_samples=X.shape[0])
+        return self._set_fitted(coef, centre, bound, M, sum(c[3] for c in columns), solver=solver,
+                                n_features=X.shape[1], n_samples=X.shape[0], n_targets=plan.public.n_targets)
 
     def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None,
-                    n_samples=None):
+                    n_samples=None, n_targets=None):
         """Fitted attributes from the solver's coefficients in units of the label ``bound`` (in memory and Dask).
 
-        ``centre``, ``bound`` (and ``coef_norm`` unless ``None``): one value per target, or a number for one.
+        ``centre``, ``bound`` (and ``coef_norm`` unless ``None``): one value per target, or a number for one;
+        ``n_targets``: the columns of a 2-D ``y`` (``None``: a 1-D ``y``).
         """
         centre, bound = np.atleast_1d(centre).astype(float), np.atleast_1d(bound).astype(float)
         M = None if coef_norm is None else np.atleast_1d(coef_norm).astype(float)
@@ -589,7 +575,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
                                    f"{k} target(s); expected {expected}.")
         coef_, intercept_ = self._split_coef(coef * (bound if k > 1 else bound[0]))
         intercept_ = intercept_ + centre
-        if self._n_targets is None:
+        if n_targets is None:
             self.coef_, self.intercept_ = coef_.ravel(), float(intercept_[0])
             self.label_bound_ = (float(centre[0] - bound[0]), float(centre[0] + bound[0]))
             self.coef_norm_ = None if M is None else float(M[0])
@@ -603,7 +589,6 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         diagnostics.record(self, n_labels_clipped=int(n_labels_clipped))
         if n_samples is not None:
             warn_heavy_clipping(self, n_samples, n_labels_clipped=int(n_labels_clipped), n_labels=n_samples * k)
-        return self
         return self
 
     def __sklearn_tags__(self):

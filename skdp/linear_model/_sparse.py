@@ -11,17 +11,19 @@ from sklearn.utils.validation import validate_data
 from ..bounds import (bound_labels, check_label_bound, clip_features, private_clip_norm, private_label_range,
                       public_label_range)
 from ..losses import LogisticLoss, SquaredLoss
-from ..privacy import BoundedRangeEvent, PrivacyBudget
+from ..privacy import BoundedRangeEvent
 from ..solvers._base import selection_secure_option
 from ..solvers import SolverChoice, get_solver
 from ..solvers.sparse import SparseProblem
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
                         sample_weights, weight_bound)
 from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
+from .._plan import FitPlan, PublicFit, make_plan, public_fit
 from .._random import fit_randomness
-from .._release import (basic_split, LinearRegressorMixin, ProbabilisticClassifierMixin, charge, check_class_set,
-                        class_selection_events, fit_classes, one_vs_rest, ovr_targets, refused_after_selection,
-                        zero_rows, solve_and_release)
+from .._classes import check_class_set, class_selection_events, fit_classes, refused_after_selection, zero_rows
+from .._ovr import one_vs_rest, ovr_targets
+from .._predict import LinearRegressorMixin, ProbabilisticClassifierMixin
+from .._protocol import charge, solve_and_release
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -118,20 +120,6 @@ class _DPSparseBase(BaseEstimator):
         """Private bound selections a fit makes before the solver (the clip norm's, when ``"auto"``)."""
         return int(self._auto_clip(solver))
 
-    def _budgets(self, solver, n_samples):
-        """(budget for the solver, events of the private bound choices and label-set selection).
-
-        The bound choices (:meth:`_n_auto_selections`) share ``bound_budget_fraction``
-        of ``epsilon`` equally (:meth:`_selection_epsilon`); the clip norm's
-        event comes first.
-        """
-        selection = class_selection_events(self, n_samples) if hasattr(self, "classes") else []
-        k = self._n_auto_selections(solver)
-        if not k:
-            return PrivacyBudget(*basic_split(selection, self.epsilon, self.delta)), selection
-        pre = [BoundedRangeEvent(self._selection_epsilon(solver, n_samples))] * k + selection
-        return PrivacyBudget(*basic_split(pre, self.epsilon, self.delta)), pre
-
     def _selection_epsilon(self, solver, n_samples):
         """Epsilon of each private bound selection: ``bound_budget_fraction * epsilon`` shared equally."""
         return self.bound_budget_fraction * self.epsilon / self._n_auto_selections(solver)
@@ -149,6 +137,32 @@ class _DPSparseBase(BaseEstimator):
             sample_weight=sample_weight, max_sample_weight=W,
         )
 
+    def _plan(self, public):
+        """The fit's :class:`~skdp._plan.FitPlan` (see :func:`skdp._plan.make_plan`).
+
+        The bound choices (:meth:`_n_auto_selections`) share
+        ``bound_budget_fraction`` of ``epsilon`` equally
+        (:meth:`_selection_epsilon`), the clip norm's first, then the label
+        set's selection. The solver's budget is found on the plan with a unit
+        clip norm: every noise scale is proportional to the clip norm, so the
+        price does not depend on it. ``public.n_features=None`` plans with
+        ``n_nonzero_coefs`` features (the sparsity level, not the dimension,
+        enters the noise).
+        """
+        solver = self._check_params()
+        n = int(public.n_samples)
+        d = int(self.n_nonzero_coefs) if public.n_features is None else int(public.n_features)
+        k = self._n_auto_selections(solver)
+        eps_sel = self._selection_epsilon(solver, n) if k else 0.0
+        selection = class_selection_events(self, n) if hasattr(self, "classes") else []
+        pre = [BoundedRangeEvent(eps_sel)] * k + selection
+        view = self._problem(solver, n, d, clip=1.0)
+        budget, solver_plan = solver_budget(solver, view, pre, self.epsilon, self.delta)
+        wrapped = one_vs_rest(solver, self._public_n_classes(), pre, self.delta)
+        return FitPlan(public, guaranteed=self._guaranteed_public(), pre_events=pre, selection_epsilon=eps_sel,
+                       budget=budget, solver=wrapped, view=view,
+                       solver_plan=solver_plan if wrapped is solver else None)
+
     def planned_events(self, n_samples, n_features=None):
         """The events a fit on an ``(n_samples, n_features)`` array releases, without any data.
 
@@ -162,39 +176,24 @@ class _DPSparseBase(BaseEstimator):
         data (no finite guarantee).
         """
         self._validate_params()
-        solver = self._check_params()
-        if not self._guaranteed_public():
-            return None
-        if n_features is None:
-            if self.n_nonzero_coefs is None:
-                raise ValueError(
-                    "planned_events needs n_features when n_nonzero_coefs=None (the default sparsity "
-                    "level is a share of the features)."
-                )
-            n_features = int(self.n_nonzero_coefs)
-        _, pre = self._budgets(solver, int(n_samples))
-        problem = self._problem(solver, int(n_samples), int(n_features), clip=1.0)
-        budget = self._solver_budget(solver, int(n_samples), int(n_features), pre)
-        return pre + one_vs_rest(solver, self._public_n_classes(), pre, self.delta).plan(problem, budget)
-
-    def _solver_budget(self, solver, n, n_features, pre_events):
-        """The solver's target so that it and the private choices cost exactly ``(epsilon, delta)``
-        (:func:`skdp.linear_model._base.solver_budget`), found on the plan with a unit clip norm: every
-        noise scale is proportional to the clip norm, so the price does not depend on it, and the
-        ledger's charge and the fit find the same budget."""
-        return solver_budget(solver, self._problem(solver, n, n_features, clip=1.0), pre_events,
-                             self.epsilon, self.delta)
+        self._check_params()
+        if n_features is None and self.n_nonzero_coefs is None:
+            raise ValueError(
+                "planned_events needs n_features when n_nonzero_coefs=None (the default sparsity "
+                "level is a share of the features)."
+            )
+        return make_plan(self, PublicFit(int(n_samples), None if n_features is None else int(n_features))).events
 
     def _guaranteed_public(self):
         return True
 
-    def _fit_sparse(self, X, y_enc, centre, data_derived=False, rng=None, active=None, sample_weight=None,
+    def _fit_sparse(self, plan, X, y_enc, centre, data_derived=False, rng=None, active=None, sample_weight=None,
                     bound_events=(), **diagnostic_values):
         """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
         and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``).
-        ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._release.ovr_targets`) fits the ``k``
+        ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._ovr.ovr_targets`) fits the ``k``
         binary problems with the solver wrapped one-vs-rest; ``coef_`` is then (k, n_features)."""
-        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
+        solver = getattr(plan.solver, "solver", plan.solver)  # the binary solver (one-vs-rest wraps it)
         n, d = X.shape
         K = float(self.feature_bound)
         # one pass, one copy: the intercept column is appended while clipping
@@ -202,8 +201,7 @@ class _DPSparseBase(BaseEstimator):
         if active is not None:
             Xc = zero_rows(Xc, active)
         rng = fit_randomness(self) if rng is None else rng
-        _, pre_events = self._budgets(solver, n)
-        budget = self._solver_budget(solver, n, d, pre_events)
+        pre_events = list(plan.pre_events)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc, sample_weight=sample_weight)
         # the bound selections made before this call (label_bound="auto") replace their planned events, which
         # follow the clip norm's; the planned events are equal, so the price is the one charged
@@ -225,8 +223,10 @@ class _DPSparseBase(BaseEstimator):
                 clip = float(self.clip_norm)
             problem.clip = problem.max_sample_weight * clip  # each weighted row's contribution bound
         if np.ndim(y_enc) == 2:
-            solver = one_vs_rest(solver, y_enc.shape[1], pre_events, self.delta)
-        result = solve_and_release(self, solver, problem, budget, rng, pre_events=pre_events, derived=data_derived,
+            planned_k = getattr(plan.solver, "n_classes", 2)
+            solver = plan.solver if planned_k == y_enc.shape[1] else one_vs_rest(solver, y_enc.shape[1])
+            solver.price_with(pre_events, self.delta)
+        result = solve_and_release(self, solver, problem, plan, rng, pre_events=pre_events, derived=data_derived,
                                    n_clipped=n_clipped, **diagnostic_values)
         w = np.asarray(result.coef, dtype=float)
         if self.fit_intercept:
@@ -484,9 +484,9 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         if not self._auto_label():
             check_label_bound(lb)
         solver = super()._check_params()
-        if solver.name == "two_stage" and (lb is None or self._auto_label()):
+        if solver.needs_public_label_bound and (lb is None or self._auto_label()):
             raise ValueError(
-                f"solver='two_stage' needs a public label_bound (a number or a pair), got {lb!r}: objective "
+                f"solver={solver.name!r} needs a public label_bound (a number or a pair), got {lb!r}: objective "
                 "perturbation uses the exact squared loss, whose gradient is bounded only for bounded labels, "
                 "and its noise is calibrated to the bound before the data is read."
             )
@@ -513,18 +513,20 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         -------
         self : object
         """
-        solver = self._check_params()
+        public = public_fit(X)
+        # public facts only, before any row is read (the parameters' checks included)
+        plan = None if public is None else make_plan(self, public)
+        solver = self._check_params() if plan is None else plan.solver
         # the rule of the raised selection epsilon (label_bound="auto"): refuse where it cannot be met
         refuse_unreliable_selection(self, self._n_auto_selections(solver) if self._auto_label() else 0, X)
-        charge(self, X, privacy_ledger, y=y)
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         weights = row_weights(self, sample_weight, X)
         rng = fit_randomness(self)
         label_bound, events = self.label_bound, []
         if self._auto_label():
-            solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
-            label_bound, events = private_label_range(y, self._selection_epsilon(solver, y.shape[0]), rng,
+            label_bound, events = private_label_range(y, plan.selection_epsilon, rng,
                                                       width=self._auto_label_width,
                                                       secure=selection_secure_option(self.solver_options))
         if label_bound is not None:
@@ -535,7 +537,7 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
             y_enc, centre = y.copy(), 0.0
             self.label_bound_ = None
             n_labels_clipped = 0
-        return self._fit_sparse(X, y_enc, centre, rng=rng, bound_events=events, n_labels_clipped=n_labels_clipped,
+        return self._fit_sparse(plan, X, y_enc, centre, rng=rng, bound_events=events, n_labels_clipped=n_labels_clipped,
                                 sample_weight=weights)
 
     def __sklearn_tags__(self):
@@ -561,7 +563,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
     before the data is read: each class gets ``delta / k`` and the largest
     epsilon such that the shared accountant prices the ``k`` fits, with the
     private clip-norm and label-set choices, at what one binary fit costs
-    (:func:`skdp._release.ovr_budget`), so ``privacy_spent_`` is the same
+    (:func:`skdp._ovr.ovr_budget`), so ``privacy_spent_`` is the same
     budget for any number of classes; ``solver_info_`` holds the per-class
     ``class_epsilon`` and ``class_delta``. One private clip norm serves every
     class (the logistic gradient norms at ``w = 0`` do not depend on the
@@ -708,8 +710,10 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         -------
         self : object
         """
-        self._check_params()
-        charge(self, X, privacy_ledger, y=y)
+        public = public_fit(X)
+        # public facts only, before any row is read (the parameters' checks included)
+        plan = self._check_params() and None if public is None else make_plan(self, public)
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
@@ -719,7 +723,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
         with refused_after_selection(self, selection.events):
-            self._fit_sparse(X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
+            self._fit_sparse(plan, X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
                              sample_weight=class_weighted(self, weights, y, selection.classes))
         if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])

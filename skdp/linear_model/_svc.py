@@ -10,9 +10,12 @@ from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
 from ..solvers import SolverChoice
+from .._plan import make_plan, public_fit
 from .._random import fit_randomness
-from .._release import (LinearClassifierMixin, OneVsRest, charge, check_class_set, fit_classes, one_vs_rest,
-                        ovr_targets, refused_after_selection)
+from .._classes import check_class_set, fit_classes, refused_after_selection
+from .._ovr import one_vs_rest, ovr_targets
+from .._predict import LinearClassifierMixin
+from .._protocol import charge
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
 
@@ -40,7 +43,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
     (after the private bound choices) is split before the data is read: each
     class gets ``delta / k`` and the largest epsilon such that the shared
     accountant prices the ``k`` fits together at the solver's budget
-    (:func:`skdp._release.ovr_budget`); ``privacy_spent_`` is the whole fit's
+    (:func:`skdp._ovr.ovr_budget`); ``privacy_spent_`` is the whole fit's
     price, and ``solver_info_`` holds the per-class ``class_epsilon`` and
     ``class_delta``. ``predict`` is the argmax of the ``k`` scores.
 
@@ -205,25 +208,22 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         classes = check_class_set(self)
         return 2 if classes is None else classes.size
 
-    def _resolve_solver(self, loss_name, shape=None):
-        """The solver, wrapped one-vs-rest when the public label set has more than two classes."""
-        return one_vs_rest(super()._resolve_solver(loss_name, shape), self._n_public_classes())
+    def _solver_budget(self, solver, view, pre_events):
+        # one-vs-rest (public classes): the k fits are priced with the bound choices made before them, at the
+        # binary fit's budget (what a fit whose label set is chosen in the fit is planned and charged as)
+        price_with = getattr(solver, "price_with", None)
+        if price_with is not None:
+            price_with(pre_events, self.delta)
+            return super()._solver_budget(solver.solver, view, pre_events)[0], None
+        return super()._solver_budget(solver, view, pre_events)
 
-    def _solver_budget(self, solver, problem, pre_events):
-        if isinstance(solver, OneVsRest):
-            # the k fits are priced with the bound choices made before them, at the binary fit's budget
-            # (what a fit whose label set is chosen in the fit was planned and charged as): never above it
-            solver.price_with(pre_events, self.delta)
-            return super()._solver_budget(solver.solver, problem, pre_events)
-        return super()._solver_budget(solver, problem, pre_events)
-
-    def _public_spec(self, shape=None):
-        check_class_set(self)
-        if self.classes is None:
-            return None
+    def _plan_spec(self, public, shape):
+        classes = check_class_set(self)
         # "auto" plans like public classes: the binary fit and the one-vs-rest fit of any number of
         # selected labels are calibrated to the same budget (see ovr_budget)
-        return HingeLoss(), 1, None, None
+        solver = one_vs_rest(self._resolve_solver("hinge", shape, public), 2 if classes is None else classes.size)
+        return dict(solver=solver, loss=HingeLoss(), n_outputs=1, label_bound=None, coef_norm=None,
+                    guaranteed=self.classes is not None)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, privacy_ledger=None):
@@ -246,9 +246,9 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self : object
         """
         self._check_privacy_params()
-        check_class_set(self)
-        binary = super()._resolve_solver("hinge")
-        charge(self, X, privacy_ledger, y=y)
+        public = public_fit(X)
+        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
         rng = fit_randomness(self)
@@ -259,9 +259,10 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
         with refused_after_selection(self, selection.events):
-            solver = one_vs_rest(binary, k)
+            planned_k = getattr(plan.solver, "n_classes", 2)
+            solver = plan.solver if planned_k == k else one_vs_rest(getattr(plan.solver, "solver", plan.solver), k)
             weights = class_weighted(self, weights, y, selection.classes)
-            coef, _ = self._fit_problem(X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
+            coef, _ = self._fit_problem(plan, X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
                                         clip_norm="initial", rng=rng, pre_events=selection.events,
                                         active=selection.active, sample_weight=weights)
         self.coef_, self.intercept_ = self._split_coef(coef)

@@ -28,7 +28,7 @@ from sklearn.utils.validation import (
 from ..privacy import ApproxDPEvent, BoundedRangeEvent, PrivacyBudget, gumbel_scale, price, report_noisy_max
 from ..privacy.ledger import active_ledger, suspend_active_ledger
 from .._random import assign_child_seed, child_source, generator, root_seed, shared_sources
-from .._release import check_charged
+from .._protocol import check_charged
 from .._utils import (dp_steps, leak_message, leaky_steps, named_steps, planned_leaf_events, plans_nothing, step_kind,
                       walk_steps)
 from ..exceptions import PrivacyLeakWarning

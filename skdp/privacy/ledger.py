@@ -346,7 +346,7 @@ class PrivacyLedger:
         Used when a fit ran releases whose price at this ledger's delta is
         above what was charged before the data was read (a plan made before
         a public fact of the fit was known, see
-        :func:`skdp._release.check_charged`): the record then says what was
+        :func:`skdp._protocol.check_charged`): the record then says what was
         released. Raises ``BudgetExceededError`` leaving the ledger unchanged
         when the total with ``events`` would exceed the budget (the fit is
         then not released, and its first charge stays). Returns the new total.

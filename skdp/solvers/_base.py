@@ -408,7 +408,8 @@ class Problem:
         """
         X = self.X
         if isinstance(X, BoundedDesign):
-            return X._X if X._clip is None and isinstance(X._X, np.ndarray) and X._X.dtype == np.float64 else None
+            raw = X.raw
+            return raw if X.feature_clip is None and isinstance(raw, np.ndarray) and raw.dtype == np.float64 else None
         return X if isinstance(X, np.ndarray) and X.dtype == np.float64 else None
 
     def _row_values(self):
@@ -423,8 +424,8 @@ class Problem:
             X = self.X
             design = isinstance(X, BoundedDesign)
             columns = {"y": self.y, "norms": self.norms,
-                       "weights": self.sample_weight, "f": X._f if design else None,
-                       "c": X._c if design and isinstance(X._c, np.ndarray) else None}
+                       "weights": self.sample_weight, "f": X.row_factors if design else None,
+                       "c": X.intercept_column if design and isinstance(X.intercept_column, np.ndarray) else None}
             names = [name for name, col in columns.items() if col is not None]
             table = np.empty((self.n, len(names)))
             for j, name in enumerate(names):
@@ -466,7 +467,7 @@ class Problem:
         design = isinstance(X, BoundedDesign)
         names, table = self._row_values()
         values = np.ascontiguousarray(take_rows(table, rows).T) if values is None else values
-        terms = {"norms": None, "weights": None, "f": None, "c": X._c if design else None}
+        terms = {"norms": None, "weights": None, "f": None, "c": X.intercept_column if design else None}
         terms.update(zip(names, values))
         return terms
 
@@ -749,6 +750,13 @@ class Solver:
         only on the data's bounds and the gradient clip: an estimator may
         then choose both after its private row bound (``DPRidge``'s
         ``alpha=None``) without changing the plan made before it.
+    fits_default_alpha : bool
+        Whether its noise and schedule stay the same whatever the L2 penalty,
+        so that an estimator's ``alpha=None`` may minimise scikit-learn's
+        default objective (``alpha = 1 / n``, ``C = 1``) with it.
+    needs_public_label_bound : bool
+        Whether its noise is calibrated to a label bound given before the data
+        is read (a private label range cannot serve it).
     multi_output : bool
         Whether it fits ``k > 1`` regression targets jointly (``y`` of shape
         ``(n, k)``, ``(p, k)`` coefficients) with its proof intact: each
@@ -765,6 +773,8 @@ class Solver:
     approx_dp = True
     needs_strong_convexity = False
     release_ignores_penalty = False
+    fits_default_alpha = False
+    needs_public_label_bound = False
     multi_output = False
     #: takes a non-L2 (e.g. the nonconvex) penalty through its gradient
     explicit_penalty = False
@@ -869,14 +879,15 @@ class Solver:
         """The events :meth:`solve` will release, computed before (and without) the data."""
         return list(self.make_plan(public_view(problem), budget).events)
 
-    def solve(self, problem, budget, rng):
-        """Plan from the public view of ``problem``, run the plan, and report the plan's events.
+    def solve(self, problem, budget, rng, plan=None):
+        """Plan from the public view of ``problem`` (or take ``plan``, made on it), run it, report its events.
 
         Released equals planned by construction: the events are never
         recomputed after the data is read, and :meth:`run` takes its noise
         scales from the plan.
         """
-        plan = self.make_plan(public_view(problem), budget)
+        if plan is None:
+            plan = self.make_plan(public_view(problem), budget)
         problem.progress = Progress(self.name, getattr(problem, "verbose", 0), problem.n, self.public_schedule)
         result = run_closing(self, problem, plan, rng)
         problem.progress.done()

@@ -66,6 +66,7 @@ class DPGradientDescent(Solver):
 
     name = "dp_gd"
     release_ignores_penalty = True
+    fits_default_alpha = True
     source = 'Wang, Ye, Xu 2017, Alg. 4'
     defaults = ('T = min(40, max(2, ceil(n eps / c))); logistic losses: gradients clipped at half their bound at 0, '
                 'horizon n mu / (p k)^(1/4) in max(10, ceil(H / 8)) steps (once 100 steps\' noise is < 0.05 G: '

@@ -580,6 +580,7 @@ class TwoStage(_SparseSolver):
     """
 
     name = "two_stage"
+    needs_public_label_bound = True  # objective perturbation of the exact squared loss
     public_schedule = False  # the block fits stop at a tolerance: their work depends on the data
     source = 'Kifer, Smith, Thakurta 2012 (baseline in Wang 2021)'
     defaults = 'k = isqrt(n) blocks, votes + Laplace, then obj_pert on the support'

@@ -1,0 +1,110 @@
+"""One plan per fit: every estimator builds its FitPlan once, and the ledger's charge and the fit share it.
+
+The counts come from the interpreter's profile hook (``sys.setprofile``), so
+they see every call, whoever makes it: ``make_plan`` (the fit plan) must run
+once per fit, with and without a ledger, and a solver's own ``make_plan``
+runs once outside the budget search (the search's probes price candidate
+budgets; they are counted apart and must be the same with a ledger).
+"""
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPOneHotEncoder, DPRidge,
+                  DPSimpleImputer, DPSparseLinearRegression, DPSparseLogisticRegression, DPStandardScaler,
+                  PrivacyLedger)
+from skdp.distributed import MultiPartyDPLogisticRegression
+
+SEARCHES = {"plan_after", "ovr_budget", "largest_budget"}
+
+
+def _counts(fit):
+    """``(fit plans, solver plans outside a search, solver plans inside one)`` made while ``fit()`` runs."""
+    counts = {"fit": 0, "solver": 0, "probe": 0}
+    depth = [0]
+
+    def hook(frame, event, arg):
+        code = frame.f_code
+        if "skdp" not in code.co_filename:
+            return
+        if event == "call":
+            if code.co_name in SEARCHES:
+                depth[0] += 1
+            elif code.co_name == "make_plan":
+                if code.co_filename.endswith("_plan.py"):
+                    counts["fit"] += 1
+                elif depth[0]:
+                    counts["probe"] += 1
+                elif frame.f_back is None or frame.f_back.f_code.co_name != "make_plan":  # not a wrapper's inner plan
+                    counts["solver"] += 1
+        elif event == "return" and code.co_name in SEARCHES:
+            depth[0] -= 1
+
+    sys.setprofile(hook)
+    try:
+        fit()
+    finally:
+        sys.setprofile(None)
+    return counts
+
+
+rng = np.random.RandomState(0)
+X = rng.randn(1500, 6) / 2
+y2 = (X[:, 0] + 0.3 * rng.randn(1500) > 0).astype(int)
+y3 = np.where(rng.rand(1500) < 0.4, 2, y2)
+yr = X @ rng.randn(6) + 0.1 * rng.randn(1500)
+
+CASES = {
+    "logistic_default": (lambda: DPLogisticRegression(1.0, random_state=0), X, y2),
+    "logistic_public_bounds": (lambda: DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], random_state=0),
+                               X, y2),
+    "logistic_multinomial_auto": (lambda: DPLogisticRegression(2.0, random_state=0), X, y3),
+    "ridge_default": (lambda: DPRidge(1.0, random_state=0), X, yr),
+    "ridge_public_bounds": (lambda: DPRidge(1.0, data_norm=2.0, label_bound=3.0, random_state=0), X, yr),
+    "ridge_two_targets": (lambda: DPRidge(1.0, random_state=0), X, np.column_stack([yr, -yr])),
+    "svc_three_public_classes": (lambda: DPLinearSVC(1.0, classes=[0, 1, 2], data_norm=2.0, random_state=0), X, y3),
+    "svc_auto_classes": (lambda: DPLinearSVC(1.0, random_state=0), X, y3),
+    "lasso": (lambda: DPLasso(1.0, random_state=0), X, yr),
+    "sparse_regression": (lambda: DPSparseLinearRegression(1.0, random_state=0), X, yr),
+    "sparse_logistic": (lambda: DPSparseLogisticRegression(1.0, random_state=0), X, y2),
+    "sparse_logistic_ovr": (lambda: DPSparseLogisticRegression(1.0, classes=[0, 1, 2], random_state=0), X, y3),
+    "multi_party": (lambda: MultiPartyDPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], random_state=0),
+                    X, y2),
+    "standard_scaler": (lambda: DPStandardScaler(1.0, random_state=0), X, None),
+    "min_max_scaler": (lambda: DPMinMaxScaler(1.0, bounds="auto", random_state=0), X, None),
+    "one_hot_encoder": (lambda: DPOneHotEncoder(epsilon=1.0, random_state=0), np.round(X[:, :2]), None),
+    "simple_imputer": (lambda: DPSimpleImputer(strategy="mean", epsilon=1.0, bounds=(-3.0, 3.0), random_state=0),
+                       np.where(rng.rand(*X.shape) < 0.05, np.nan, X), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_fit_plan_per_fit_with_and_without_a_ledger(case):
+    make, Xc, yc = CASES[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = _counts(lambda: make().fit(Xc, yc))
+        ledger = PrivacyLedger(100.0, 1e-2)
+        charged = _counts(lambda: make().fit(Xc, yc, privacy_ledger=ledger))
+    assert alone["fit"] == 1 and charged["fit"] == 1, (alone, charged)
+    # a solver's own plan is made at most once outside the budget search (none for the multi-party protocol);
+    # the ledger's charge needs the plan's events before the data is read, which takes one more solver plan
+    # only where the fit then plans again on a bound chosen during the fit (the events price the same)
+    assert alone["solver"] <= 1, alone
+    assert charged["solver"] <= alone["solver"] + 1, (charged, alone)
+    if charged["solver"] == alone["solver"]:
+        assert charged["probe"] == alone["probe"], (charged, alone)
+    assert ledger.n_fits == 1
+
+
+def test_planned_events_are_the_fit_plans_events():
+    """``planned_events`` and the ledger's charge read the same plan as the fit: the events released equal the
+    events planned (public bounds: no bound is chosen during the fit, so no noise scale follows one)."""
+    est = DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1], random_state=0)
+    planned = est.planned_events(*X.shape)
+    ledger = PrivacyLedger(10.0, 1e-3)
+    est.fit(X, y2, privacy_ledger=ledger)
+    assert repr(est.privacy_events_) == repr(planned)
