@@ -35,12 +35,13 @@ sys.path.insert(0, str(ROOT))
 
 #: the fast, draw- and release-level files first: with -x a caught mutation stops there
 TEST_FILES = ["tests/test_draws.py", "tests/test_clipping_in_solvers.py", "tests/test_privacy_statistical.py",
-              "tests/test_convex_solvers.py", "tests/test_sparse.py", "tests/test_noisy_iht.py",
-              "tests/test_distributed.py", "tests/test_obj_pert_certified.py", "tests/test_suffstats.py",
-              "tests/test_nonconvex.py", "tests/test_fit_protocol.py", "tests/test_audit.py",
-              "tests/test_curvature.py", "tests/test_release_dependence.py", "tests/test_noise_vectors.py",
-              "tests/test_poisson_rate.py", "tests/test_search_privacy.py", "tests/test_accounting.py",
-              "tests/test_weight_cap.py"]
+              "tests/test_solvers_constrained.py", "tests/test_solvers_sgd.py", "tests/test_solvers_gradient.py",
+              "tests/test_solvers_perturbation.py", "tests/test_solver_registry.py", "tests/test_lasso.py",
+              "tests/test_svc.py", "tests/test_solvers_sparse.py", "tests/test_sparse_models.py",
+              "tests/test_solvers_peeling.py", "tests/test_distributed.py", "tests/test_solvers_suffstats.py",
+              "tests/test_solvers_nonconvex.py", "tests/test_fit_protocol.py", "tests/test_audit.py",
+              "tests/test_release_dependence.py", "tests/test_noise_vectors.py", "tests/test_poisson_rate.py",
+              "tests/test_search.py", "tests/test_accounting.py", "tests/test_weight_cap.py"]
 
 
 def _settings(cls, **change):

@@ -11,12 +11,19 @@ exceed it: that is the evidence the test has power.
 
 import numpy as np
 
+from skdp import DPLogisticRegression, DPRidge
 from skdp.audit import epsilon_lower_bound
+from skdp.losses import LogisticLoss
+from skdp.penalties import L2Penalty, NormBall
+from skdp.solvers import Problem
 
 N_FITS = 300  # per world; half choose the threshold, half estimate the rates
 CLAIM = 1.0
 DELTA = 1e-5
 UNDER = 50  # positive controls: noise divided by this
+
+#: the solvers the estimator-level checks of several files run (each file: one estimator or solver family)
+CORE_SOLVERS = ["dp_gd", "output_pert", "obj_pert", "dp_svrg"]
 
 
 #: sklearn's sample-weight equivalence checks fit integer weights and the rows repeated that many times with
@@ -87,3 +94,36 @@ def empirical_mu_lower_bound(s_in, s_out, threshold=0.0, level=0.025):
     test = epsilon_lower_bound(s_in, s_out, 0.0, confidence=1 - 2 * level, threshold=threshold)
     fpr, fnr = test["fpr_upper"], test["fnr_upper"]
     return max(0.0, float(norm.isf(fpr) - norm.ppf(fnr))) if 0 < fpr < 1 and 0 < fnr < 1 else 0.0
+
+
+# ------------------------------------------------------------------------------------------
+# small estimators and problems used by several component files
+# ------------------------------------------------------------------------------------------
+def make_clf(**kw):
+    """DPLogisticRegression on public bounds for ``clf_data`` (data_norm 3, classes [0, 1], seed 0)."""
+    base = dict(data_norm=3.0, classes=[0, 1], random_state=0)
+    base.update(kw)
+    return DPLogisticRegression(**base)
+
+
+def make_reg(**kw):
+    """DPRidge on public bounds for ``reg_data`` (data_norm 2.5, label_bound 3, seed 0)."""
+    base = dict(data_norm=2.5, label_bound=3.0, random_state=0)
+    base.update(kw)
+    return DPRidge(**base)
+
+
+def ledger_clf(**kw):
+    """DPLogisticRegression at epsilon 0.3 with no seed: fresh noise per fit, so a ledger composes them."""
+    p = dict(epsilon=0.3, data_norm=3.0, classes=[0, 1])  # fresh noise per fit: the ledger composes them
+    p.update(kw)
+    return DPLogisticRegression(**p)
+
+
+def planning_problem(n, d, loss=None, data_norm=1.0, radius=1.0, geometry_p=1.0, inf=None, clip=None,
+                     label_bound=None, options=None):
+    """A data-free Problem (the public view planning reads): logistic loss and an l_p ball by default."""
+    return Problem(X=None, y=None, norms=None, loss=loss or LogisticLoss(), penalty=L2Penalty(0.0),
+                   data_norm=data_norm, label_bound=label_bound, coef_norm=radius, n_samples=n, n_features=d,
+                   constraint=NormBall(geometry_p, radius), inf_norm_bound=inf, clip_norm=clip,
+                   options=dict(options or {}))

@@ -68,6 +68,24 @@ def breast_cancer_split():
     return sc.transform(Xtr), sc.transform(Xte), ytr, yte
 
 
+@pytest.fixture(scope="module")
+def clf_data_600():
+    """Binary classification: 600 x 4 standard normal rows, labels from a noisy linear rule (module-scoped)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 4)
+    y = (X[:, 0] - X[:, 1] + 0.5 * rng.randn(600) > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def tabular():
+    """Binary classification: 400 x 4 rows uniform on [-2, 2], labels from feature 0 plus noise (module-scoped)."""
+    rng = np.random.RandomState(2)
+    X = rng.uniform(-2, 2, size=(400, 4))
+    y = (X[:, 0] + 0.5 * rng.randn(400) > 0).astype(int)
+    return X, y
+
+
 @pytest.fixture
 def diabetes():
     """Diabetes (442 x 10, real labels in [25, 346]), standardised."""

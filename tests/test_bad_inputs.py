@@ -17,20 +17,12 @@ import scipy.sparse as sp
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 
-from skdp import (
-    DPLasso,
-    DPLinearSVC,
-    DPLogisticRegression,
-    DPRidge,
-    DPSparseLinearRegression,
-    DPSparseLogisticRegression,
-    DPMinMaxScaler,
-    DPStandardScaler,
-    PrivacyLeakWarning,
-    fit_diagnostics,
-)
+from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSparseLinearRegression,
+                  DPSparseLogisticRegression, DPStandardScaler, PrivacyLeakWarning, fit_diagnostics)
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.model_selection import DPGridSearchCV
+
+from ._helpers import CORE_SOLVERS, make_clf, make_reg
 
 TRANSFORMERS = (DPStandardScaler, DPMinMaxScaler)
 ESTIMATORS = {
@@ -515,3 +507,90 @@ def test_every_estimator_says_that_infinite_epsilon_is_refused_and_refuses_it():
         assert "``inf`` is refused" in _epsilon_doc(cls), cls.__name__
         with pytest.raises(ValueError, match="'epsilon' parameter"):
             cls(epsilon=float("inf")).fit(X, y)
+
+
+# ------------------------------------------------------------------ bad input
+BAD_PARAMS = [
+    ({"epsilon": 0}, "epsilon"),
+    ({"epsilon": -1.0}, "epsilon"),
+    ({"epsilon": float("inf")}, "epsilon"),
+    ({"epsilon": float("nan")}, "epsilon"),
+    ({"epsilon": "1"}, "epsilon"),
+    ({"delta": 1.0}, "delta"),
+    ({"delta": -1e-5}, "delta"),
+    ({"data_norm": 0.0}, "data_norm"),
+    ({"data_norm": -2.0}, "data_norm"),
+    ({"data_norm": float("inf")}, "data_norm"),
+    ({"solver": "sgd"}, "solver"),
+    ({"alpha": -1.0}, "alpha"),
+    ({"max_iter": 0}, "max_iter"),
+    ({"intercept_scaling": 5.0}, "intercept_scaling"),
+    ({"solver": "output_pert", "alpha": 0.0}, "alpha"),
+    ({"solver": "dp_gd", "delta": 0.0}, "delta"),
+]
+
+
+@pytest.mark.parametrize("params, name", BAD_PARAMS)
+def test_bad_params_name_the_parameter(clf_data, reg_data, params, name):
+    for make, (X, y) in ((make_clf, clf_data), (make_reg, reg_data)):
+        with pytest.raises((ValueError, TypeError), match=name):
+            make(**params).fit(X, y)
+
+
+def test_bad_params_checked_before_data():
+    # invalid data AND invalid params: the parameter error comes first
+    with pytest.raises(ValueError, match="epsilon"):
+        make_clf(epsilon=-1).fit([[np.nan]], [0])
+
+
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.array([[np.nan, 1.0], [1.0, 2.0]]), [0, 1], "NaN"),
+        (np.array([[np.inf, 1.0], [1.0, 2.0]]), [0, 1], "infinity"),
+        (np.zeros((0, 2)), [], "0 sample"),
+        (np.ones((3, 2)), [0, 1], "inconsistent"),
+        (np.array([[1 + 1j, 1.0], [1.0, 2.0]]), [0, 1], "omplex"),
+    ],
+)
+def test_bad_data_refused_with_a_clear_message(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        make_clf().fit(X, y)
+
+
+def test_one_class_and_unknown_labels(clf_data):
+    X, y = clf_data
+    with pytest.raises(ValueError, match="class"):
+        DPLogisticRegression(data_norm=3.0).fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match="not in classes"):
+        make_clf(classes=[0, 1]).fit(X, y + 1)
+    with pytest.raises(ValueError, match="classes"):
+        make_clf(classes=[1]).fit(X, y)
+    with pytest.raises(ValueError, match="label_bound"):
+        make_reg(label_bound=(2.0, 1.0)).fit(X, y.astype(float))
+
+
+def test_one_sample():
+    # Without a public class set one row is one class: refused with a clear error.
+    with pytest.raises(ValueError, match="class"):
+        DPLogisticRegression(data_norm=3.0).fit([[1.0, 2.0]], [0])
+    # With public classes, one row is a legal (if useless) private fit.
+    assert make_clf().fit([[1.0, 2.0]], [0]).predict([[1.0, 2.0]]).shape == (1,)
+    # A single row is a legal (if useless) regression problem.
+    est = make_reg().fit([[1.0, 2.0]], [0.5])
+    assert np.isfinite(est.coef_).all()
+
+
+def test_inputs_not_modified(clf_data, reg_data):
+    X, y = clf_data
+    Xc, yc = X.copy() * 10, y.copy()
+    Xkeep = Xc.copy()
+    for solver in CORE_SOLVERS:
+        make_clf(solver=solver).fit(Xc, yc)
+    np.testing.assert_array_equal(Xc, Xkeep)
+    np.testing.assert_array_equal(yc, y)
+    Xr, yr = reg_data[0].copy() * 5, reg_data[1].copy() * 10
+    Xr0, yr0 = Xr.copy(), yr.copy()
+    make_reg().fit(Xr, yr)
+    np.testing.assert_array_equal(Xr, Xr0)
+    np.testing.assert_array_equal(yr, yr0)

@@ -6,27 +6,19 @@ estimator to that, so a new estimator that sets its attributes by hand, or forge
 """
 
 import math
-import warnings
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier
 
-from skdp import (
-    DPLasso,
-    DPLinearSVC,
-    DPLogisticRegression,
-    DPMinMaxScaler,
-    DPRidge,
-    DPSparseLinearRegression,
-    DPSparseLogisticRegression,
-    DPStandardScaler,
-    PrivacyLedger,
-    fit_diagnostics,
-)
+from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSparseLinearRegression,
+                  DPSparseLogisticRegression, DPStandardScaler, PrivacyBudget, PrivacyLedger, fit_diagnostics)
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.privacy import price
+
+from ._helpers import CORE_SOLVERS, make_clf, make_reg
 
 PRIVACY_ATTRIBUTES = {"privacy_spent_", "privacy_nominal_", "privacy_events_", "accountant_", "noise_scale_",
                       "noise_source_"}
@@ -132,7 +124,7 @@ def test_class_set_rules_are_the_same_for_every_classifier(est, classes, match):
 
 @pytest.mark.parametrize("est", [DPLinearSVC, DPSparseLogisticRegression, MultiPartyDPLogisticRegression],
                          ids=lambda e: e.__name__)
-def test_formerly_binary_classifiers_plan_one_vs_rest_before_reading_the_data(est):
+def test_binary_only_classifiers_plan_one_vs_rest_before_reading_the_data(est):
     planned = est(classes=[0, 1, 2]).planned_events(300, 2)  # public: three one-vs-rest fits
     binary = est(classes=[0, 1]).planned_events(300, 2)
     assert planned != binary
@@ -205,3 +197,16 @@ def test_classifier_attributes_have_sklearns_shapes(est):
     k = len(fitted.classes_)
     rows = 1 if k == 2 else k
     assert fitted.coef_.shape == (rows, X.shape[1]) and np.shape(fitted.intercept_) == (rows,)
+
+
+# ------------------------------------------------------------------ budgets
+@pytest.mark.parametrize("solver", CORE_SOLVERS)
+@pytest.mark.parametrize("eps, delta", [(0.5, 1e-5), (2.0, 1e-6)])
+def test_privacy_spent_meets_target(clf_data, reg_data, solver, eps, delta):
+    for est, (X, y) in ((make_clf(epsilon=eps, delta=delta, solver=solver), clf_data),
+                        (make_reg(epsilon=eps, delta=delta, solver=solver), reg_data)):
+        est.fit(X, y)
+        spent = est.privacy_spent_
+        assert isinstance(spent, PrivacyBudget) and spent.relation == "replace_one"
+        assert spent <= PrivacyBudget(eps, delta)
+        assert spent.epsilon >= 0.99 * eps  # calibrated to the target, not wasteful

@@ -1,5 +1,9 @@
-"""DPLogisticRegression's default path: dp_gd's schedule for the logistic losses, the per-feature clip
-(``feature_clip``) and the intercept column's share of the row bound."""
+"""DPLogisticRegression: its default path, pure-epsilon variants, reproducibility, sparse input, multiclass and
+sklearn integration.
+
+DPLogisticRegression's default path: dp_gd's schedule for the logistic losses, the per-feature clip
+(``feature_clip``) and the intercept column's share of the row bound.
+"""
 
 import math
 
@@ -7,6 +11,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skdp import DPLogisticRegression
@@ -15,6 +21,8 @@ from skdp.penalties import L2Penalty
 from skdp.privacy import GaussianEvent, PrivacyBudget, gdp_mu
 from skdp.privacy.mechanisms import record_draws
 from skdp.solvers import Problem, get_solver
+
+from ._helpers import CORE_SOLVERS, make_clf
 
 
 def _problem(n, p, loss, K=2.0, **kw):
@@ -123,3 +131,76 @@ def test_bad_feature_clip_is_named():
     for bad in (-1.0, 0.0, "median"):
         with pytest.raises((ValueError, TypeError), match="feature_clip"):
             DPLogisticRegression(feature_clip=bad, classes=[0, 1], data_norm=1.0).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["output_pert", "obj_pert"])
+def test_pure_epsilon_variants(clf_data, solver):
+    X, y = clf_data
+    est = make_clf(epsilon=1.0, delta=0.0, solver=solver).fit(X, y)
+    assert est.privacy_spent_ == PrivacyBudget(1.0, 0.0)
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_svrg"])
+def test_delta_zero_refused_for_gaussian_only_solvers(clf_data, solver):
+    X, y = clf_data
+    with pytest.raises(ValueError, match="delta=0"):
+        make_clf(delta=0.0, solver=solver).fit(X, y)
+
+
+def test_reproducible_and_fresh_entropy(clf_data):
+    X, y = clf_data
+    a = make_clf(random_state=3).fit(X, y).coef_
+    b = make_clf(random_state=3).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    np.random.seed(0)
+    c = make_clf(random_state=None).fit(X, y).coef_
+    np.random.seed(0)
+    d = make_clf(random_state=None).fit(X, y).coef_
+    assert not np.array_equal(c, d)  # None ignores numpy's global seed
+
+
+def test_sparse_input_matches_dense(clf_data):
+    X, y = clf_data
+    for solver in CORE_SOLVERS:
+        dense = make_clf(solver=solver, alpha=0.05).fit(X, y)
+        sparse = make_clf(solver=solver, alpha=0.05).fit(sp.csr_matrix(X), y)
+        np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dense.predict_proba(X), sparse.predict_proba(sp.csr_matrix(X)), atol=1e-8)
+
+
+def test_multiclass(clf_data):
+    rng = np.random.RandomState(0)
+    centers = np.array([[2, 0], [-2, 0], [0, 2.5]])
+    y = rng.randint(0, 3, 600)
+    X = centers[y] + 0.5 * rng.randn(600, 2)
+    for solver in CORE_SOLVERS:
+        est = DPLogisticRegression(epsilon=2.0, solver=solver, data_norm=4.0, classes=[0, 1, 2],
+                                   random_state=0).fit(X, y)
+        assert est.coef_.shape == (3, 2) and est.intercept_.shape == (3,)
+        P = est.predict_proba(X)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0)
+        assert est.score(X, y) > 0.6
+        assert est.privacy_spent_ <= PrivacyBudget(2.0, 1e-5)
+    assert est.multi_class_ == "multinomial"
+    ovr = DPLogisticRegression(epsilon=2.0, solver="obj_pert", data_norm=4.0, classes=[0, 1, 2]).fit(X, y)
+    assert ovr.multi_class_ == "ovr" and ovr.accountant_ == "basic"
+
+
+def test_predict_proba_is_stable_for_huge_scores(clf_data):
+    X, y = clf_data
+    est = make_clf().fit(X, y)
+    P = est.predict_proba(X * 1e6)
+    assert np.all(np.isfinite(P)) and np.all((P >= 0) & (P <= 1))
+    assert np.all(np.isfinite(est.predict_log_proba(X * 1e6)))
+
+
+def test_pipeline_and_grid_search(clf_data):
+    X, y = clf_data
+    pipe = make_pipeline(StandardScaler(), make_clf())
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.7
+    grid = GridSearchCV(pipe, {"dplogisticregression__alpha": [0.01, 0.1],
+                               "dplogisticregression__epsilon": [0.5, 2.0]}, cv=3)
+    grid.fit(X, y)
+    assert set(grid.best_params_) == {"dplogisticregression__alpha", "dplogisticregression__epsilon"}
+    assert grid.best_estimator_[-1].privacy_spent_.epsilon <= 2.0

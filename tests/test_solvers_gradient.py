@@ -1,4 +1,8 @@
-"""dp_gd's private curvature release: its noise scale, its draw, its step size and a neighbouring-worlds audit."""
+"""The gradient solvers (skdp/solvers/gradient.py: dp_gd, dp_svrg, dp_svrg_pp): noise scales, schedules and
+dp_gd's private curvature release.
+
+dp_gd's private curvature release: its noise scale, its draw, its step size and a neighbouring-worlds audit.
+"""
 
 import math
 
@@ -6,11 +10,68 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from skdp import DPLogisticRegression
+from skdp import DPLogisticRegression, PrivacyBudget
 from skdp.audit import audit_events
-from skdp.privacy import GaussianEvent, price
+from skdp.losses import LogisticLoss
+from skdp.penalties import L2Penalty
+from skdp.privacy import GaussianEvent, gdp_mu, price
 from skdp.privacy.mechanisms import record_draws, scaled_noise
+from skdp.solvers import Problem, get_solver
 from skdp.solvers.gradient import DPGradientDescent
+
+from ._helpers import make_clf
+
+
+# ------------------------------------------------------------------ noise scales
+def test_dp_gd_noise_scale_independent(clf_data):
+    X, y = clf_data
+    est = make_clf(solver="dp_gd", max_iter=20).fit(X, y)
+    n, K = X.shape[0], 3.0
+    # sigma = 2 G sqrt(T) / (n mu*) (seed000 0.3) with G = K/2: logistic per-example
+    # gradients are clipped at their largest norm at w = 0, ||x|| |phi'(0)| <= K/2.
+    assert est.noise_scale_ == pytest.approx(2 * (K / 2) * math.sqrt(20) / (n * gdp_mu(1.0, 1e-5)), rel=1e-9)
+
+
+def test_dp_svrg_noise_prices_to_target(clf_data):
+    X, y = clf_data
+    est = make_clf(solver="dp_svrg", alpha=0.05).fit(X, y)
+    from skdp.privacy import price
+
+    assert price(est.privacy_events_, 1e-5).budget.epsilon == pytest.approx(1.0, rel=1e-2)
+    # 4 times less noise must cost far more than the claim (the calibration is not slack).
+    from dataclasses import replace
+
+    weaker = [replace(e, sigma=e.sigma / 4) if hasattr(e, "sigma") else
+              replace(e, noise_multiplier=e.noise_multiplier / 4) for e in est.privacy_events_]
+    assert price(weaker, 1e-5).budget.epsilon > 3.0
+
+
+def test_squared_loss_default_steps():
+    """The squared loss's dp_gd schedule: at least ceil(0.21 sqrt(n epsilon)) steps, else the linear rule."""
+    from skdp.solvers.gradient import DPGradientDescent
+    steps = DPGradientDescent.default_steps
+    # n epsilon -> T, worked by hand: max(2, ceil(x / 80), ceil(0.21 sqrt(x))), at most 40
+    for n_eps, T in [(1, 2), (50, 2), (90, 2), (100, 3), (185, 3), (204, 3), (205, 4), (232, 4), (400, 5),
+                     (1000, 13), (5000, 40)]:
+        assert steps(n_eps, 1.0, "squared") == T, n_eps
+    assert steps(232, 1.0, "logistic") == 8  # the other losses keep ceil(n epsilon / 30)
+    Ts = [steps(n, 1.0, "squared") for n in range(1, 6000, 7)]
+    assert all(a <= b for a, b in zip(Ts, Ts[1:]))
+
+
+def test_dp_svrg_pp_counts_every_inner_step():
+    solver = get_solver("dp_svrg_pp")
+    assert solver.total_steps(3, 5) == 70  # card hook 11
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (400, 3)) / 2
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    prob = Problem(X=X, y=y, norms=np.linalg.norm(X, axis=1), loss=LogisticLoss(), penalty=L2Penalty(0.0),
+                   data_norm=1.0, max_iter=3)
+    res = solver.solve(prob, PrivacyBudget(1.0, 1e-5), np.random.RandomState(0))
+    T, m, b = solver.schedule(prob)
+    assert res.info["inner_steps"] == m * (2 ** (T + 1) - 2)
+    assert res.events == solver.plan(prob, PrivacyBudget(1.0, 1e-5))
+    assert price(res.events, 1e-5).budget.epsilon <= 1.0
 
 
 def _mu_by_formula(epsilon, delta):

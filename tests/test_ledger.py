@@ -1,4 +1,7 @@
-"""``with ledger:`` is per context (thread): another thread's block, or a search's suspension of the ledger in
+"""PrivacyLedger: exact composition of what the fits released, refusal before the data are read, and ``with
+ledger:`` per thread.
+
+``with ledger:`` is per context (thread): another thread's block, or a search's suspension of the ledger in
 another thread, never hides fits from a ledger or charges them to the wrong one; the joblib workers started
 inside a block still charge it.
 
@@ -13,12 +16,72 @@ import threading
 import joblib
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from skdp import DPLogisticRegression, PrivacyLedger
+from skdp import BudgetExceededError, DPLogisticRegression, DPRidge, PrivacyLedger
 from skdp.model_selection import DPGridSearchCV
-from skdp.privacy import active_ledger
+from skdp.privacy import GaussianEvent, active_ledger, gdp_epsilon, gdp_mu, price
 from skdp.privacy.ledger import suspend_active_ledger
+
+from ._helpers import ledger_clf
+
+
+# ------------------------------------------------------------------ ledger
+def test_ledger_composes_gaussian_fits_exactly(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(10.0, 1e-5)
+    for eps in (0.3, 0.5, 1.0):
+        ledger_clf(epsilon=eps, solver="dp_gd").fit(X, y, privacy_ledger=ledger)
+    # each dp_gd fit is exactly mu*(eps, delta)-GDP; together sqrt(sum mu^2)
+    mu = math.sqrt(sum(gdp_mu(e, 1e-5) ** 2 for e in (0.3, 0.5, 1.0)))
+    assert ledger.spent().epsilon == pytest.approx(gdp_epsilon(mu, 1e-5), rel=1e-8)
+    assert ledger.spent().epsilon < 1.8  # tighter than summing epsilons
+    assert ledger.n_fits == 3
+
+
+def test_ledger_records_match_what_the_fit_released(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(math.inf, 1e-4)
+    for solver in ("dp_gd", "output_pert", "obj_pert", "dp_svrg"):
+        est = ledger_clf(solver=solver, alpha=0.05).fit(X, y, privacy_ledger=ledger)
+        assert ledger.records()[-1]["events"] == est.privacy_events_
+        reg = DPRidge(epsilon=0.3, solver=solver, data_norm=3.0, label_bound=2.0).fit(
+            X, y.astype(float), privacy_ledger=ledger)
+        assert ledger.records()[-1]["events"] == reg.privacy_events_
+
+
+def test_ledger_survives_clone_and_pipelines(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(math.inf, 1e-5)
+    pipe = make_pipeline(StandardScaler(), ledger_clf())
+    clone(pipe).fit(X, y, dplogisticregression__privacy_ledger=ledger)
+    with ledger:
+        clone(clone(pipe)).fit(X, y)
+    assert ledger.n_fits == 2
+
+
+def test_budget_exceeded_before_touching_data(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(0.5, 1e-5)
+    ledger_clf(epsilon=0.4).fit(X, y, privacy_ledger=ledger)
+    before = ledger.spent()
+    X_bad = X.copy()
+    X_bad[0, 0] = np.nan  # would raise a ValueError if the data were read first
+    with pytest.raises(BudgetExceededError, match="budget"):
+        ledger_clf(epsilon=0.4).fit(X_bad, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 1 and ledger.spent() == before
+    # a fit whose bounds come from the data has no finite cost: refused
+    with pytest.raises(BudgetExceededError, match="no finite guarantee"):
+        DPLogisticRegression(epsilon=0.01, data_norm=None, classes=[0, 1]).fit(X, y, privacy_ledger=ledger)
+
+
+def test_gaussian_event_reference():
+    # sanity: the ledger's pricing is the shared accountant's
+    assert price([GaussianEvent(1.0, 10.0, 100)], 1e-5).budget.epsilon == pytest.approx(4.3771780957)
+
 
 FITS = 3
 

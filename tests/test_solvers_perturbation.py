@@ -1,5 +1,10 @@
-"""Objective perturbation releases only a certified minimiser (dense and CSR input)."""
+"""The perturbation solvers (skdp/solvers/perturbation.py: output_pert, obj_pert, obj_pert_svrg): noise scales,
+card fixtures, sensitivities, and the certified minimiser objective perturbation releases.
 
+Objective perturbation releases only a certified minimiser (dense and CSR input).
+"""
+
+import math
 import re
 
 import numpy as np
@@ -7,8 +12,99 @@ import pytest
 from scipy import linalg, optimize, sparse
 
 import skdp
-from skdp import DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression, fit_diagnostics
-from skdp.solvers import perturbation
+from skdp import (DPLogisticRegression, DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression,
+                  PrivacyBudget, fit_diagnostics)
+from skdp.losses import LogisticLoss
+from skdp.penalties import L2Penalty
+from skdp.privacy import (calibrate_gaussian, gdp_mu, objective_perturbation_gaussian, objective_perturbation_pure,
+                          price)
+from skdp.solvers import Problem, get_solver, perturbation
+
+from ._helpers import make_clf
+
+
+def test_output_pert_noise_scale_independent(clf_data):
+    X, y = clf_data
+    est = make_clf(solver="output_pert", alpha=0.1, max_iter=50).fit(X, y)
+    n, K, a = X.shape[0], 3.0, 0.1
+    eta = 1 / (K**2 / 4 + 2 * a)
+    sens = 2 * (K / 2) / (n * a) * (1 - (1 - eta * a) ** 50)  # G = K/2 (clipped at w = 0 norm)
+    assert est.noise_scale_ == pytest.approx(sens / gdp_mu(1.0, 1e-5), rel=1e-9)
+    est0 = make_clf(solver="output_pert", alpha=0.1, max_iter=50, delta=0.0).fit(X, y)
+    assert est0.noise_scale_ == pytest.approx(sens / 1.0, rel=1e-12)
+
+
+def test_obj_pert_noise_scale_independent(clf_data):
+    X, y = clf_data
+    n, K = X.shape[0], 3.0
+    est = make_clf(solver="obj_pert", alpha=0.05).fit(X, y)
+    c = math.sqrt(2 * math.log(1e5))
+    assert est.noise_scale_ == pytest.approx(2 * K * (c + math.sqrt(c * c + 1.0)) / 1.0, rel=1e-12)
+    est0 = make_clf(solver="obj_pert", alpha=0.05, delta=0.0).fit(X, y)
+    eps_prime = 1.0 - 2 * math.log1p(K**2 / 4 / (n * 0.05))
+    assert est0.noise_scale_ == pytest.approx(2 * K / eps_prime, rel=1e-12)
+
+
+def test_objective_perturbation_card_fixtures():
+    assert objective_perturbation_gaussian(1.0, 0.25, 10**4, 1.0, 1.0, 1e-8)[0] == pytest.approx(24.4425, abs=1e-4)
+    s, extra = objective_perturbation_pure(1.0, 0.25, 1000, 1e-3, 1.0)
+    assert (s, extra) == (pytest.approx(3.61198, abs=1e-5), 0.0)
+    s, extra = objective_perturbation_pure(1.0, 0.25, 1000, 1e-4, 1.0)
+    assert s == pytest.approx(4.0) and extra == pytest.approx(7.802e-4, rel=1e-3)
+    s, _ = objective_perturbation_pure(math.sqrt(2), 0.25 * 2, 1000, 1e-3, 1.0)
+    assert s == pytest.approx(14.9597, rel=1e-4)
+
+
+def test_output_pert_sensitivity_bound_holds_empirically(clf_data):
+    """Noiseless neighbouring runs move by at most the claimed sensitivity (seed002 hook 3)."""
+    X, y = clf_data
+    solver = get_solver("output_pert")
+    from skdp.bounds import bound_features
+    from skdp.losses import LogisticLoss
+    from skdp.penalties import L2Penalty
+    from skdp.solvers import Problem
+
+    def run(Xr, yr):
+        b = bound_features(Xr, 3.0, True, 1.0)
+        prob = Problem(b.X, yr, b.row_norms, LogisticLoss(), L2Penalty(0.1), 3.0, max_iter=200)
+        w = np.zeros(prob.coef_shape)
+        eta = solver.learning_rate(prob)
+        for _ in range(200):
+            w = w - eta * (prob.mean_gradient(w) + 0.1 * w)
+        return w, solver.sensitivity(prob, 200)
+
+    ys = np.where(y == 1, 1.0, -1.0)
+    w1, sens = run(X, ys)
+    X2, y2 = X.copy(), ys.copy()
+    X2[0] = -10 * X[0]
+    y2[0] = -ys[0]
+    w2, _ = run(X2, y2)
+    assert 0 < np.linalg.norm(w1 - w2) <= sens
+
+
+def test_obj_pert_svrg_certificate_and_budget():
+    from skdp.solvers import perturbation
+    rng = np.random.RandomState(0)
+    n, d = 2000, 4
+    X = rng.uniform(-1, 1, (n, d)) / 2
+    y = np.where(rng.rand(n) < 1 / (1 + np.exp(-3 * X[:, 0])), 1.0, -1.0)
+    prob = Problem(X=X, y=y, norms=np.linalg.norm(X, axis=1), loss=LogisticLoss(), penalty=L2Penalty(0.01),
+                   data_norm=1.0)
+    solver = get_solver("obj_pert_svrg")
+    budget = PrivacyBudget(1.0, 1e-5)
+    eps1, eps2, d1, d2 = solver.split(budget)
+    eps_t, delta_t = solver.chained(eps1, eps2, d1, d2)
+    assert math.isclose(eps_t, 1.0) and delta_t <= 1e-5 * (1 + 1e-12)
+    kind, scale, extra = solver.noise(prob, eps1, d1)
+    lam = 0.01 + extra
+    r = solver.certificate_radius(prob, lam, eps2, d2)
+    b = rng.randn(d) * scale
+    w = perturbation._svrg_certified(prob, lam, b / n, lam * r, np.random.RandomState(0), 60)
+    exact, _ = perturbation._minimise_smooth(prob, lam, b / n)
+    assert np.linalg.norm(w - exact) <= r
+    res = solver.solve(prob, budget, np.random.RandomState(1))
+    assert math.isclose(res.info["output_noise"], calibrate_gaussian(r**2, eps2, d2), rel_tol=1e-12)
+    assert price(res.events, 1e-5).budget.epsilon <= 1.0
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,14 @@
-"""DPLasso's defaults learn (issue 18): coef_norm="auto" scales the L1 ball with the label range."""
+"""DPLasso: its defaults, the L1 ball it keeps and lazy clipping.
+
+DPLasso's defaults learn (issue 18): coef_norm="auto" scales the L1 ball with the label range.
+"""
 
 import warnings
 
 import numpy as np
 import pytest
 
-from skdp import DPLasso
+from skdp import DPLasso, fit_diagnostics
 from skdp.linear_model._lasso import _auto_span
 from skdp.penalties import project_l1_ball
 
@@ -73,3 +76,30 @@ def test_auto_radius_is_public_and_planned_events_do_not_depend_on_it():
     reg = DPLasso(epsilon=2.0, random_state=0).fit(X, y)
     assert reg.privacy_events_ == DPLasso(epsilon=2.0).planned_events(600, 8)
     assert reg.privacy_spent_.epsilon <= 2.0 + 1e-9
+
+
+def test_dplasso_keeps_the_ball_and_beats_null_on_easy_data():
+    rng = np.random.RandomState(0)
+    n, d = 20000, 50
+    X = rng.uniform(-1, 1, (n, d))
+    w = np.zeros(d)
+    w[:3] = [1.0, -1.0, 0.5]
+    y = X @ w + 0.1 * rng.randn(n)
+    for solver in ("noisy_sfw", "dp_accmd"):
+        reg = DPLasso(epsilon=2.0, coef_norm=2.5, label_bound=3.0, solver=solver, random_state=0).fit(X, y)
+        assert reg.privacy_spent_.epsilon <= 2.0
+        # the intercept column has value feature_bound = 1, so (coef, intercept - centre) lies in the ball
+        assert np.abs(reg.coef_).sum() + abs(reg.intercept_) <= 2.5 * (1 + 1e-9)
+        assert reg.score(X, y) > 0.1, solver  # better than the null model (R^2 = 0)
+
+
+@pytest.mark.parametrize("solver", ["noisy_sfw", "dp_accmd"])
+def test_dplasso_lazy_clipping_equals_clipping_first(solver):
+    rng = np.random.RandomState(3)
+    X = rng.randn(400, 6) * 1.5  # many entries beyond feature_bound=1
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.randn(400)
+    a = DPLasso(epsilon=2, coef_norm=2, label_bound=4, solver=solver, random_state=0).fit(X, y)
+    b = DPLasso(epsilon=2, coef_norm=2, label_bound=4, solver=solver, random_state=0).fit(np.clip(X, -1, 1), y)
+    assert fit_diagnostics(a)["n_rows_clipped"] > 0 and fit_diagnostics(b)["n_rows_clipped"] == 0
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-9, abs=1e-12)

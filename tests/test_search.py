@@ -1,4 +1,7 @@
-"""DPGridSearchCV and search_privacy_cost as an attacker sees them (issue 32, findings 1, 4, 5; selection).
+"""Searches: DPGridSearchCV (budget, allocation, private selection, what it refuses) and the privacy cost of
+plain searches, as an attacker sees them.
+
+DPGridSearchCV and search_privacy_cost as an attacker sees them (issue 32, findings 1, 4, 5; selection).
 
 Every param_grid candidate is checked for non-DP steps before any fit or charge; grid values are cloned
 per candidate; the ledger covers what the candidates ran; the selection's Gumbel scale is pinned to a hand
@@ -6,21 +9,254 @@ derivation and its privacy is checked statistically on neighbouring validation s
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
+import sklearn
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-import skdp.model_selection._search as search_module
-from skdp import (BudgetExceededError, DPLinearSVC, DPLogisticRegression, DPRidge, DPStandardScaler,
-                  PrivacyLeakWarning, PrivacyLedger)
-from skdp.model_selection import DPGridSearchCV, search_privacy_cost
-from skdp.privacy import price
+from skdp import (BudgetExceededError, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression,
+                  DPStandardScaler, PrivacyBudget, PrivacyLeakWarning, PrivacyLedger)
+from skdp._random import noise_source
+from skdp.model_selection import DPGridSearchCV, _search as search_module, search_privacy_cost
+from skdp.privacy import price, report_noisy_max
 from skdp.privacy.mechanisms import record_draws
+
+from ._helpers import ledger_clf
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_grid_search_inside_the_ledger_records_every_fit(clf_data_600, n_jobs):
+    X, y = clf_data_600
+    grid = {"alpha": [0.01, 0.1, 1.0]}
+    ledger = PrivacyLedger(math.inf, 1e-5)
+    with ledger:
+        GridSearchCV(ledger_clf(), grid, cv=5, n_jobs=n_jobs).fit(X, y)
+    assert ledger.n_fits == 16  # 3 candidates x 5 folds + the refit
+    # as fit metadata (works across processes through the ledger's file)
+    ledger2 = PrivacyLedger(math.inf, 1e-5)
+    GridSearchCV(ledger_clf(), grid, cv=5, n_jobs=n_jobs).fit(X, y, privacy_ledger=ledger2)
+    assert ledger2.n_fits == 16
+    assert ledger2.spent() == ledger.spent()
+    # the helper predicts the same total without fitting anything
+    assert search_privacy_cost(GridSearchCV(ledger_clf(), grid, cv=5), X, y) == ledger.spent()
+
+
+def test_metadata_routing(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(math.inf, 1e-5)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = ledger_clf().set_fit_request(privacy_ledger=True)
+        GridSearchCV(est, {"alpha": [0.01, 0.1]}, cv=3).fit(X, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 7
+
+
+def test_search_cost_of_plain_search_is_inf_without_bounds(clf_data_600):
+    X, y = clf_data_600
+    cost = search_privacy_cost(GridSearchCV(DPLogisticRegression(data_norm=None, classes=[0, 1]), {"alpha": [0.1]}), X, y)
+    assert math.isinf(cost.epsilon)
+
+
+# ------------------------------------------------------------------ DPGridSearchCV
+def test_dp_grid_search_budget_and_attributes(clf_data_600):
+    X, y = clf_data_600
+    search = DPGridSearchCV(ledger_clf(), {"alpha": [0.01, 0.1, 1.0], "solver": ["dp_gd", "output_pert"]},
+                            epsilon=2.0, delta=1e-5, random_state=0).fit(X, y)
+    assert search.privacy_spent_ <= PrivacyBudget(2.0, 1e-5)
+    assert set(search.cv_results_) == {"params"}  # no raw (private) scores
+    assert search.best_params_ in search.cv_results_["params"]
+    assert search.score(X, y) > 0.8
+    assert search.best_estimator_.privacy_spent_ <= search.candidate_budget_
+
+
+def test_dp_grid_search_allocation_is_tight(clf_data_600):
+    X, y = clf_data_600
+    grid = {"alpha": [0.01, 0.1, 1.0, 3.0]}
+    search = DPGridSearchCV(ledger_clf(solver="dp_gd"), grid, epsilon=1.0, random_state=1).fit(X, y)
+    eps_c = search.candidate_budget_.epsilon
+    events = []
+    for p in search.cv_results_["params"]:
+        e = ledger_clf(solver="dp_gd", epsilon=eps_c, delta=search.candidate_budget_.delta).set_params(**p)
+        events += e.planned_events(search.n_train_, X.shape[1])
+    total = price(events, 1e-5).budget.epsilon
+    assert 0.99 <= total <= 1.0
+
+
+def test_dp_grid_search_regressor(clf_data_600):
+    X, y = clf_data_600
+    yr = X[:, 0] + 0.1 * np.random.RandomState(0).randn(len(X))
+    search = DPGridSearchCV(DPRidge(data_norm=3.0, label_bound=4.0), {"alpha": [0.01, 1.0]},
+                            epsilon=2.0, random_state=0).fit(X, yr)
+    assert search.privacy_spent_ <= PrivacyBudget(2.0, 1e-5)
+    assert search.score(X, yr) > 0.5
+
+
+def test_dp_grid_search_refuses_budget_params_and_missing_bounds(clf_data_600):
+    X, y = clf_data_600
+    with pytest.raises(ValueError, match="epsilon"):
+        DPGridSearchCV(ledger_clf(), {"epsilon": [0.5, 1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="public bounds"):
+        DPGridSearchCV(DPLogisticRegression(data_norm=None, classes=[0, 1]), {"alpha": [0.1]}).fit(X, y)
+
+
+def test_report_noisy_max_is_the_exponential_mechanism():
+    """Selection frequencies match P(v) ~ exp(u_v / beta) (chi-square, 20k draws)."""
+    rng = np.random.RandomState(0)
+    scores = np.array([0.0, 0.5, 1.0, 2.0])
+    beta = 0.8
+    draws = np.array([report_noisy_max(rng, scores, beta) for _ in range(20000)])
+    observed = np.bincount(draws, minlength=4)
+    expected = np.exp(scores / beta) / np.exp(scores / beta).sum() * len(draws)
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+def test_selection_is_private_statistically(under_noise):
+    """Neighbouring validation sets shift one score by s; the selection's empirical
+    log-ratio of the top choice stays within the claimed epsilon (plus MC error)."""
+    rng = np.random.RandomState(1)
+    eps, s = 1.0, 0.01
+    from skdp.privacy import gumbel_scale
+
+    beta = gumbel_scale(s, eps)
+    u0 = np.array([0.80, 0.80, 0.79])
+    u1 = u0 + np.array([s, -s, 0.0])  # worst case: scores move in opposite directions
+    n = 40000
+
+    def worst_log_ratio(scale):
+        c0 = np.bincount([report_noisy_max(rng, u0, scale) for _ in range(n)], minlength=3) / n
+        c1 = np.bincount([report_noisy_max(rng, u1, scale) for _ in range(n)], minlength=3) / n
+        ok = (c0 > 0.01) & (c1 > 0.01)
+        return float(np.max(np.abs(np.log(c1[ok] / c0[ok]))))
+
+    assert worst_log_ratio(beta) <= eps + 0.05
+    # and the test has power: with a third of the noise the ratio is far above epsilon
+    with under_noise(1 / 3):
+        assert worst_log_ratio(beta) > eps + 0.5
+
+
+def test_dp_grid_search_charges_the_ledger_once(clf_data_600):
+    X, y = clf_data_600
+    ledger = PrivacyLedger(3.0, 1e-5)
+    with ledger:
+        DPGridSearchCV(ledger_clf(), {"alpha": [0.01, 0.1]}, epsilon=2.0, random_state=0).fit(X, y)
+    assert ledger.n_fits == 1
+    assert ledger.spent() == PrivacyBudget(2.0, 1e-5)
+    with pytest.raises(BudgetExceededError):
+        DPGridSearchCV(ledger_clf(), {"alpha": [0.01]}, epsilon=2.0).fit(X, y, privacy_ledger=ledger)
+    assert ledger.n_fits == 1
+
+
+def test_plain_search_cost_with_a_fixed_seed_or_a_leaky_step_is_inf(tabular):
+    X, y = tabular
+    grid = {"alpha": [0.01, 0.1]}
+    seeded = GridSearchCV(DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=0), grid, cv=3)
+    with pytest.warns(PrivacyLeakWarning, match="random_state"):
+        assert math.isinf(search_privacy_cost(seeded, X, y).epsilon)
+    leaky = GridSearchCV(make_pipeline(StandardScaler(), DPLogisticRegression(data_norm=3.0, classes=[0, 1])),
+                         {"dplogisticregression__alpha": [0.01]}, cv=3)
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler"):
+        assert math.isinf(search_privacy_cost(leaky, X, y).epsilon)
+    fresh = GridSearchCV(DPLogisticRegression(data_norm=3.0, classes=[0, 1]), grid, cv=3)
+    assert math.isfinite(search_privacy_cost(fresh, X, y).epsilon)
+
+
+# ----------------------------------------------------------------------------- 3. DPGridSearchCV
+def test_dp_grid_search_over_a_dp_pipeline_stays_within_budget(tabular):
+    X, y = tabular
+    bounds = (np.full(4, -2.0), np.full(4, 2.0))
+    pipe = make_pipeline(DPStandardScaler(bounds=bounds), DPLogisticRegression(classes=[0, 1]))
+    search = DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.001, 0.01, 0.1]}, epsilon=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        search.fit(X, y)
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9 and search.privacy_spent_.delta <= 1e-5
+    best = search.best_estimator_
+    assert len(best.steps) == 2 and best[0].epsilon == pytest.approx(best[1].epsilon)
+    assert search.score(X, y) > 0.7
+    # every step's noise came from a child seed that is not a parameter of the published model
+    assert best[0].random_state is None and best[1].random_state is None
+    assert not any("child" in k for step in best for k in vars(step))
+
+
+def test_dp_grid_search_refuses_a_non_dp_step(tabular):
+    X, y = tabular
+    pipe = make_pipeline(StandardScaler(), DPLogisticRegression(data_norm=3.0, classes=[0, 1]))
+    with pytest.raises(ValueError, match="standardscaler"):
+        DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.01]}).fit(X, y)
+    with pytest.raises(TypeError, match="end in an skdp estimator"):
+        DPGridSearchCV(make_pipeline(DPStandardScaler(bounds=(-2.0, 2.0)), FunctionTransformer()),
+                       {}).fit(X, y)
+
+
+def test_dp_grid_search_refuses_a_cached_pipeline_whose_clones_lose_the_seeds(tabular, tmp_path, monkeypatch):
+    """Before: Pipeline(memory=...) fitted clones of its steps, which dropped the child seeds; two
+    candidates' scalers with random_state=0 drew the same noise while privacy_spent_ composed them."""
+    X, y = tabular
+    fits = []
+    real = search_module._fit_one
+    monkeypatch.setattr(search_module, "_fit_one", lambda e, X, y: fits.append(e) or real(e, X, y))
+    bounds = (np.full(4, -3.0), np.full(4, 3.0))
+    steps = [("sc", DPStandardScaler(bounds=bounds, random_state=0)),
+             ("m", DPLogisticRegression(data_norm=3.0, classes=[0, 1], random_state=0))]
+    ledger = PrivacyLedger(10.0, 1e-4)
+    for pipe, grid in [(Pipeline(steps, memory=str(tmp_path)), {"sc__clip_norm": [2.0, 3.0]}),
+                       (Pipeline([("inner", Pipeline(steps[:1], memory=str(tmp_path))), steps[1]]),
+                        {"inner__sc__clip_norm": [2.0, 3.0]}),
+                       (Pipeline(steps), {"memory": [str(tmp_path)]})]:
+        with pytest.raises(ValueError, match="memory"):
+            DPGridSearchCV(pipe, grid, epsilon=2.0).fit(X, y, privacy_ledger=ledger)
+    assert fits == [] and ledger.n_fits == 0
+    # without memory the candidates' scalers draw from the search's independent (seeded) children
+    search = DPGridSearchCV(Pipeline(steps), {"sc__clip_norm": [2.0, 3.0]}, epsilon=2.0, random_state=3).fit(X, y)
+    sources = {f[0].noise_source_ for f in fits}
+    assert len(sources) == 2 and noise_source(steps[0][1]) not in sources
+    assert search.privacy_spent_.epsilon <= 2.0 + 1e-9
+
+
+class _SeedDroppingScaler(DPStandardScaler):
+    """A step that refits itself without the seed the search gave it (as a clone would)."""
+
+    def fit(self, X, y=None, **kw):
+        self.__dict__.pop("_skdp_child_seed", None)
+        return super().fit(X, y, **kw)
+
+
+def test_dp_grid_search_refuses_candidates_that_drew_the_same_noise(tabular):
+    X, y = tabular
+    pipe = make_pipeline(_SeedDroppingScaler(bounds=(np.full(4, -3.0), np.full(4, 3.0)), random_state=0),
+                         DPLogisticRegression(data_norm=3.0, classes=[0, 1]))
+    search = DPGridSearchCV(pipe, {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=2.0)
+    with pytest.raises(ValueError, match="same noise"):
+        search.fit(X, y)
+    assert not hasattr(search, "best_estimator_") and not hasattr(search, "privacy_spent_")
+    # the same step with fresh entropy never collides
+    DPGridSearchCV(pipe.set_params(_seeddroppingscaler__random_state=None),
+                   {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=2.0).fit(X, y)
+
+
+def test_dp_grid_search_refuses_a_regressor_without_label_bound_before_spending(monkeypatch):
+    """Before: every candidate was fitted and the ledger charged, then the selection raised."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (300, 4))
+    y = X @ [1.0, -1.0, 0.5, 0.0]
+    fits = []
+    real = search_module._fit_one
+    monkeypatch.setattr(search_module, "_fit_one", lambda e, X, y: fits.append(e) or real(e, X, y))
+    ledger = PrivacyLedger(10.0, 1e-4)
+    for est, grid in [(DPSparseLinearRegression(label_bound=None), {"n_nonzero_coefs": [1, 3]}),
+                      (DPSparseLinearRegression(label_bound=2.0), {"label_bound": [2.0, None]})]:
+        with pytest.raises(ValueError, match="label_bound"):
+            DPGridSearchCV(est, grid, epsilon=1.0).fit(X, y, privacy_ledger=ledger)
+    assert fits == [] and ledger.n_fits == 0
+    DPGridSearchCV(DPSparseLinearRegression(label_bound=2.0), {"n_nonzero_coefs": [1, 3]},
+                   epsilon=1.0).fit(X, y, privacy_ledger=ledger)
+    assert len(fits) == 2 and ledger.n_fits == 1
+
 
 BOUNDS = (-3.0, 3.0)
 
