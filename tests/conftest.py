@@ -1,4 +1,10 @@
-"""Fixtures shared by the test files: small datasets and the one under-noise hook of the positive controls."""
+"""Fixtures shared by the test files: small datasets and the one under-noise hook of the positive controls.
+
+Two tiers: by default an expensive statistical check runs in a reduced form (fewer seeded fits, the
+same assertion); ``--full`` adds its full-size form (marked ``@pytest.mark.full``)::
+
+    python -m pytest -q -n 2 --full
+"""
 
 import numpy as np
 import pytest
@@ -7,6 +13,23 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skdp.privacy.mechanisms import scaled_noise
+
+
+# ------------------------------------------------------------------------------------------
+# tiers
+# ------------------------------------------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help="also run the full tier: the expensive statistical checks at their full size")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--full"):
+        return
+    skip = pytest.mark.skip(reason="full tier: python -m pytest -q -n 2 --full")
+    for item in items:
+        if item.get_closest_marker("full") is not None:
+            item.add_marker(skip)
 
 
 # ------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from skdp.audit import _solver_cases, gdp_mu_for
 from skdp.privacy import GaussianEvent, PoissonGaussianEvent
 from skdp.solvers import SOLVERS
 
-from ._helpers import (CLAIM, DELTA, UNDER, canary_scores, canary_worlds, empirical_epsilon_lower_bound,
+from ._helpers import (CLAIM, DELTA, N_FITS, UNDER, canary_scores, canary_worlds, empirical_epsilon_lower_bound,
                        empirical_mu_lower_bound)
 
 
@@ -53,11 +53,13 @@ def test_empirical_epsilon_within_claim(solver, kind):
         assert empirical_mu_lower_bound(s1, s0) <= gdp_mu_for(CLAIM, DELTA)
 
 
+@pytest.mark.parametrize("n_fits", [pytest.param(100, id="fast"),
+                                    pytest.param(N_FITS, id="full", marks=pytest.mark.full)])
 @pytest.mark.parametrize("solver", ["dp_gd", "output_pert", "obj_pert", "dp_svrg"])
-def test_audit_detects_under_noised_solver(solver, under_noise):
-    """Positive control: the same solver with 1/50 of its calibrated noise."""
+def test_audit_detects_under_noised_solver(solver, n_fits, under_noise):
+    """Positive control: the same solver with 1/50 of its calibrated noise (fast tier: 100 fits per world)."""
     with under_noise(1 / UNDER):
-        s0, s1 = canary_scores(_make("clf", solver), canary_worlds("clf"))
+        s0, s1 = canary_scores(_make("clf", solver), canary_worlds("clf"), n_fits=n_fits)
     eps_lb = empirical_epsilon_lower_bound(s0, s1)
     assert eps_lb > CLAIM, f"{solver}: the test did not detect an under-noised solver ({eps_lb:.3f})"
 
