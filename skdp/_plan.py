@@ -26,7 +26,9 @@ from dataclasses import dataclass, field, fields, is_dataclass
 import numpy as np
 from sklearn.utils.validation import _num_features, _num_samples
 
-__all__ = ["PublicFit", "FitPlan", "make_plan", "public_fit", "same_public_view"]
+from .solvers._base import Solver
+
+__all__ = ["PublicFit", "FitPlan", "follows_plan_protocol", "make_plan", "public_fit", "same_public_view"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,10 @@ class FitPlan:
             return list(self.release_events)
         if self.solver is None:
             return []
-        return list(self.solver_plan_for(self.solver, None).events)
+        solver_plan = self.solver_plan_for(self.solver, None)
+        if solver_plan is None:
+            return list(self.solver.plan(self.view, self.budget))
+        return list(solver_plan.events)
 
     def solver_plan_for(self, solver, view):
         """``solver``'s plan at :attr:`budget` on the public ``view`` of the fit's problem.
@@ -103,8 +108,12 @@ class FitPlan:
         equals the plan's view in every field (:func:`same_public_view`: the
         row bound was public, the class set as planned), else a new plan on
         ``view`` (a bound chosen privately during the fit; every price is the
-        same, the noise scales follow the bound).
+        same, the noise scales follow the bound). ``None`` for a solver that
+        plans and solves in its own ``plan`` and ``solve`` (a user's solver
+        need not split them, see :func:`follows_plan_protocol`).
         """
+        if not follows_plan_protocol(solver):
+            return None
         if solver is self.solver and (view is None or same_public_view(view, self.view)):
             if self.solver_plan is None:
                 self.solver_plan = self.solver.make_plan(self.view, self.budget)
@@ -117,6 +126,13 @@ class FitPlan:
         if not self.guaranteed:
             return None
         return list(self.pre_events) + self.main_events()
+
+
+def follows_plan_protocol(solver):
+    """Whether ``solver`` plans in ``make_plan`` and runs the plan in :meth:`Solver.solve` (every registered solver
+    does; a user's solver may instead override ``plan`` and ``solve`` themselves, which are then called as such)."""
+    cls = type(solver)
+    return getattr(cls, "make_plan", None) is not Solver.make_plan and getattr(cls, "solve", None) is Solver.solve
 
 
 def same_public_view(a, b):

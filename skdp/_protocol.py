@@ -268,7 +268,10 @@ def solve_and_release(estimator, solver, problem, plan, rng, *, pre_events=(), d
     """
     solver_plan = plan.solver_plan_for(solver, public_view(problem))
     try:
-        result = solver.solve(problem, plan.budget, rng, plan=solver_plan)
+        if solver_plan is None:  # a solver that plans inside its own solve
+            result = solver.solve(problem, plan.budget, rng)
+        else:
+            result = solver.solve(problem, plan.budget, rng, plan=solver_plan)
     except UncertifiedSolutionError as exc:
         diagnostics.record(estimator, **exc.__dict__.pop("_diagnostics", {}))
         raise

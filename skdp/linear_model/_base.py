@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from .._plan import FitPlan, PublicFit, make_plan
+from .._plan import FitPlan, PublicFit, follows_plan_protocol, make_plan, public_fit
 from .._random import fit_randomness
 from .._classes import class_selection_events, zero_inactive_rows
 from .._protocol import solve_and_release
@@ -115,6 +115,8 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
     made = []
 
     def events(budget):
+        if not follows_plan_protocol(solver):  # a user's solver that plans in its own ``plan``
+            return solver.plan(view, budget)
         made.append((budget, solver.make_plan(view, budget)))
         return made[-1][1].events
 
@@ -314,6 +316,15 @@ class DPLinearModel(BaseEstimator):
         return FitPlan(public, guaranteed=spec["guaranteed"] and self.data_norm is not None, pre_events=pre,
                        selection_epsilon=eps_sel, budget=budget, solver=solver, view=view, spec=spec,
                        solver_plan=solver_plan)
+
+    def _fit_plan(self, X, **facts):
+        """The fit's plan from the shape of ``X`` and the public ``facts`` (``None`` when ``X`` has no readable
+        shape: the parameters are still checked, before the input's own checks name ``X``)."""
+        public = public_fit(X, **facts)
+        if public is None:
+            self._plan_spec(PublicFit(1, None, **facts), (1, None))
+            return None
+        return make_plan(self, public)
 
     def planned_events(self, n_samples, n_features=None):
         """The privacy events a fit on ``n_samples`` rows will release, without any data.

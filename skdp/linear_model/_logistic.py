@@ -12,7 +12,6 @@ from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
 from .. import _dask
 from .._dask import is_dask_collection
-from .._plan import make_plan, public_fit
 from .._random import fit_randomness
 from .._classes import check_class_set, class_indices, fit_classes, refused_after_selection
 from .._predict import ProbabilisticClassifierMixin
@@ -377,8 +376,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             _dask.refuse_unsupported(self, sample_weight)
             return _dask.fit_logistic(self, X, y, privacy_ledger)
         self._check_privacy_params()
-        public = public_fit(X)
-        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        plan = self._fit_plan(X)  # public facts only: before any row is read
         charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False

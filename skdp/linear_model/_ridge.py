@@ -15,7 +15,7 @@ from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .. import _dask
 from .._dask import is_dask_collection
-from .._plan import PublicFit, make_plan, public_fit
+from .._plan import PublicFit, make_plan
 from .._random import fit_randomness
 from .._predict import LinearRegressorMixin
 from .._protocol import charge
@@ -514,13 +514,13 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         self._check_privacy_params()
         # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
         # a column vector as sklearn's single-output estimators do (raveled, with a warning)
+        solver = self._resolve_solver("squared")
         n_targets = _n_targets_of(y)
-        if n_targets == 1 and not self._resolve_solver("squared").multi_output:
+        if n_targets == 1 and not solver.multi_output:
             n_targets = None
         self._check_label_bound(n_targets)
+        plan = self._fit_plan(X, n_targets=n_targets)  # public facts only: before any row is read
         refuse_unreliable_selection(self, self._n_auto_selections(n_targets), X)
-        public = public_fit(X, n_targets=n_targets)
-        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
         charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              y_numeric=True, multi_output=n_targets is not None)

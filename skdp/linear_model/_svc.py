@@ -10,7 +10,6 @@ from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
 from ..solvers import SolverChoice
-from .._plan import make_plan, public_fit
 from .._random import fit_randomness
 from .._classes import check_class_set, fit_classes, refused_after_selection
 from .._ovr import one_vs_rest, ovr_targets
@@ -246,8 +245,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self : object
         """
         self._check_privacy_params()
-        public = public_fit(X)
-        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
+        plan = self._fit_plan(X)  # public facts only: before any row is read
         charge(self, X, privacy_ledger, plan, y=y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
         weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
