@@ -300,9 +300,9 @@ def solved_problems(monkeypatch):
     seen = []
     real = Solver.solve
 
-    def solve(self, problem, budget, rng):
+    def solve(self, problem, budget, rng, plan=None):
         seen.append((problem, budget))
-        return real(self, problem, budget, rng)
+        return real(self, problem, budget, rng, plan=plan)
 
     monkeypatch.setattr(Solver, "solve", solve)
     return seen

@@ -11,7 +11,7 @@ from sklearn.datasets import load_breast_cancer
 from skdp import DPLinearSVC, DPLogisticRegression, DPSparseLogisticRegression, PrivacyLedger, PrivacyLeakWarning
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.privacy import ApproxDPEvent, price
-from skdp._release import class_selection_budget, class_selection_events
+from skdp._classes import class_selection_budget, class_selection_events
 from skdp.privacy.label_set import (gaussian_keep_probability, gaussian_label_set_events,
                                     gaussian_label_set_threshold, label_set_delta, label_set_threshold,
                                     laplace_keep_probability, private_label_set, private_label_set_gaussian)
@@ -344,7 +344,7 @@ def test_spent_fit_error_pickles_with_its_privacy():
                          ids=["DPLogisticRegression", "DPLinearSVC", "DPSparseLogisticRegression", "MultiParty"])
 def test_bad_sample_weight_is_refused_before_the_selection_spends(make, monkeypatch):
     """A bad sample_weight (or multi-party parties) is refused before the label-set selection reads the labels."""
-    import skdp._release as release_module
+    import skdp._classes as release_module
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("the label-set selection ran before the bad input was refused")

@@ -1,7 +1,7 @@
 """One-vs-rest for the binary-only mechanisms: DPLinearSVC, DPSparseLogisticRegression, the multi-party model.
 
 The k binary fits of a one-vs-rest fit all read every row, so their releases compose; the budget is
-split before the data is read (skdp._release.ovr_budget) so that the k fits cost what one binary fit
+split before the data is read (skdp._ovr.ovr_budget) so that the k fits cost what one binary fit
 costs. These tests check the shapes against sklearn's one-vs-rest models, the split against an
 independent calibration, planned == released, and the privacy of the k releases together on
 neighbouring datasets (with an under-noised positive control).
@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from skdp import DPLinearSVC, DPSparseLogisticRegression, PrivacyLedger
-from skdp._release import ovr_budget
+from skdp._ovr import ovr_budget
 from skdp.distributed import MultiPartyDPLogisticRegression
 from skdp.privacy import (GaussianEvent, PoissonGaussianEvent, PrivacyBudget, calibrate_gaussian, gdp_mu,
                           price)
@@ -219,7 +219,7 @@ def test_a_fit_that_spends_more_than_its_ledger_charge_is_amended_or_not_release
     The events the fit ran are checked against that charge before anything is released. A split that spends
     more (here: k binary fits at the whole budget, monkeypatched in) is recorded as what it ran when the
     ledger's budget allows it, and otherwise refused, leaving no model and the first charge."""
-    import skdp._release as release_module
+    import skdp._ovr as release_module
     from sklearn.base import clone
 
     from skdp import BudgetExceededError

@@ -17,6 +17,7 @@ from scipy import stats
 from skdp import DPLogisticRegression, DPRidge, PrivacyBudget, PrivacyLedger
 from skdp.bounds import label_spread_level, label_width_at, private_label_range, row_norms
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, gdp_mu, price, private_quantile
+from skdp.linear_model._base import selection_epsilon
 from skdp.privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, grid_counts, point_scores
 
 
@@ -299,7 +300,8 @@ def test_data_norm_near_the_median_norm_and_no_single_class_fit(offset):
         est = DPLogisticRegression(epsilon=1.0, random_state=seed).fit(X, y)
         assert 0.5 < est.data_norm_ / median < 2.0, (seed, est.data_norm_, median)
         assert np.unique(est.predict(X)).size == 2, seed
-        assert est.privacy_events_[0] == BoundedRangeEvent(est._selection_epsilon(X.shape[0]))
+        assert est.privacy_events_[0] == BoundedRangeEvent(selection_epsilon(1.0, est.bound_budget_fraction, 1,
+                                                                             X.shape[0]))
 
 
 # ---------------------------------------------------------------------------------------------
