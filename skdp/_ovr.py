@@ -7,21 +7,16 @@ import numpy as np
 
 from ._classes import class_indices
 from .privacy import PrivacyBudget, gdp_epsilon, gdp_mu, price
+from .privacy.search import largest_budget
 from .privacy.events import scale_event_count
 from .solvers._base import Solver, SolverPlan, SolverResult, run_closing
 
-__all__ = ["OVR_RTOL", "OVR_MAX_EVALUATIONS", "ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets"]
+__all__ = ["ovr_budget", "OneVsRest", "one_vs_rest", "ovr_targets"]
 
 
 # ---------------------------------------------------------------------------------------------
 # One-vs-rest: k binary fits, one budget
 # ---------------------------------------------------------------------------------------------
-#: relative gap below the target at which :func:`ovr_budget` stops (the price never exceeds the target)
-OVR_RTOL = 1e-6
-
-
-#: most accountant evaluations of one :func:`ovr_budget` search (a solver's plan may be slow to calibrate)
-OVR_MAX_EVALUATIONS = 12
 
 
 def ovr_budget(events_for, n_classes, budget, pre_events=(), delta=None):
@@ -38,15 +33,12 @@ def ovr_budget(events_for, n_classes, budget, pre_events=(), delta=None):
       exactly what the fit would cost with two classes (``budget`` itself when
       there are no pre-events and the solver calibrates exactly);
     * each class gets ``delta_c = budget.delta / k`` and the largest
-      ``epsilon_c`` found such that the price of ``pre_events`` and ``k``
-      copies of ``events_for((epsilon_c, delta_c))`` is at most the target.
-      The search starts at the Gaussian-DP guess (``k`` releases of
-      ``mu / sqrt(k)``-GDP compose to ``mu``) and runs a bracketed secant
-      (Illinois) search in ``log epsilon_c`` on :func:`~skdp.privacy.price`,
-      keeping the feasible end, until the price is within ``OVR_RTOL`` of the
-      target or ``OVR_MAX_EVALUATIONS`` prices were computed. For Gaussian
-      releases composed by exact GDP this gives ``sigma_c`` equal to the
-      ``sigma`` of the whole budget for ``k`` times the releases.
+      ``epsilon_c`` such that the price of ``pre_events`` and ``k`` copies of
+      ``events_for((epsilon_c, delta_c))`` is at most the target, found by
+      the one budget search (:func:`skdp.privacy.search.largest_budget`, to
+      about ``1e-12``; never above the target). For Gaussian releases
+      composed by exact GDP this gives ``sigma_c`` equal to the ``sigma`` of
+      the whole budget for ``k`` times the releases.
 
     So a one-vs-rest fit costs what a binary fit costs, whatever ``k``: a fit
     whose label set is chosen during the fit (``classes="auto"``) is planned
@@ -82,54 +74,26 @@ def ovr_budget(events_for, n_classes, budget, pre_events=(), delta=None):
     if k == 1:
         return budget, list(events_for(budget))
     pre = list(pre_events)
-    eps, delta_b = float(budget.epsilon), float(budget.delta)
+    delta_b = float(budget.delta)
     delta = delta_b if delta is None else float(delta)
     delta_c = delta_b / k
     target = price(pre + list(events_for(budget)), delta, budget.relation).budget.epsilon
     if not math.isfinite(target) or target <= 0:
         raise ValueError(f"The binary fit at {budget} has no finite price to split one-vs-rest.")
-    close = math.log1p(-OVR_RTOL)
+    made = {}
 
-    def g(t):
-        b = PrivacyBudget(math.exp(t), delta_c, budget.relation)
-        events = [scale_event_count(ev, k) for ev in events_for(b)]
-        spent = price(pre + events, delta, budget.relation).budget.epsilon
-        return (math.log(spent / target) if spent > 0 else -math.inf), b, events
+    def events_at(eps_c):
+        if eps_c not in made:
+            b = PrivacyBudget(eps_c, delta_c, budget.relation)
+            made[eps_c] = (b, [scale_event_count(ev, k) for ev in events_for(b)])
+        return pre + made[eps_c][1]
 
-    if delta_c > 0:  # Gaussian-DP guess: k releases of mu/sqrt(k)-GDP compose to mu
-        guess = gdp_epsilon(gdp_mu(eps, delta_b) / math.sqrt(k), delta_c)
-    else:
-        guess = eps / k
-    lo = hi = None  # (t, g, weight, budget, events): lo feasible (g <= 0), hi not
-    t, n_eval, side = math.log(min(max(guess, eps / k), eps)), 0, 0
-    while n_eval < OVR_MAX_EVALUATIONS:
-        g_t, b_t, ev_t = g(t)
-        n_eval += 1
-        if g_t <= 0:
-            if side == -1 and hi is not None:
-                hi[2] /= 2.0  # Illinois: the infeasible end stayed twice
-            lo, side = [t, g_t, g_t, b_t, ev_t], -1
-            if g_t >= close:
-                break
-        else:
-            if side == 1 and lo is not None:
-                lo[2] /= 2.0
-            hi, side = [t, g_t, g_t, b_t, ev_t], 1
-        if lo is not None and hi is not None:
-            width = hi[0] - lo[0]
-            if width <= 1e-9:  # a jump of the schedule: the feasible end is the answer
-                break
-            t = lo[0] - lo[2] * width / (hi[2] - lo[2]) if math.isfinite(lo[2]) else lo[0] + 0.5 * width
-            if not lo[0] + 1e-3 * width < t < hi[0] - 1e-3 * width:
-                t = lo[0] + 0.5 * width
-        elif lo is not None:  # the price grows about linearly with epsilon_c: step by the gap
-            t = lo[0] + max(-lo[1], 1e-9) * 1.01 if math.isfinite(lo[1]) else lo[0] + 1.0
-        else:
-            t = hi[0] - max(hi[1], 1e-9) * (2.0 ** (n_eval - 1))  # go lower, faster each time
-    if lo is None:
-        raise ValueError(f"No per-class budget found that fits {k} one-vs-rest fits into the price of one "
-                         f"binary fit at {budget}.")
-    return lo[3], lo[4]
+    # a guess to narrow the search: k releases of mu/sqrt(k)-GDP compose to mu-GDP (exact for Gaussian releases)
+    guess = gdp_epsilon(gdp_mu(float(budget.epsilon), delta_b) / math.sqrt(k), delta_c) if delta_c > 0 else None
+    eps_c = largest_budget(events_at, target, delta, float(budget.epsilon), relation=budget.relation,
+                           lower=None if guess is None else 0.999 * guess)
+    events_at(eps_c)
+    return made[eps_c]
 
 
 class OneVsRest:

@@ -251,6 +251,9 @@ def out_width(step, n_in):
         if _given_categories(step) is not None:
             return sum(len(c) for c in _given_categories(step))
         return _fitted_width(step) if hasattr(step, "categories_") else None
+    if step_kind(step) == "dp" and type(step).__name__ == "DPSimpleImputer":
+        # every column is kept (which are empty is private), with an indicator for every column if asked
+        return None if n_in is None else n_in * (2 if step.add_indicator else 1)
     if isinstance(step, OneToOneFeatureMixin) or type(step) in (MissingIndicator, SimpleImputer) and (
             step_kind(step) == "stateless"):
         return n_in

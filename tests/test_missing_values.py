@@ -157,6 +157,19 @@ def test_dp_imputer_is_priced_in_the_pipeline_and_constant_takes_no_share():
     assert free[0].epsilon == 1.0 and free[1].epsilon == pytest.approx(1.0)  # no share for the free step
 
 
+@pytest.mark.parametrize("add_indicator", [False, True])
+def test_imputer_then_scaler_in_one_pipeline_spends_exactly_the_budget(add_indicator):
+    """The imputer keeps every column (and adds one indicator per column): the planner knows the scaler's and the
+    model's input width before the fit, so the split is exact, not the nominal share of a scaler whose price
+    depends on its width (private bounds: one selection per column)."""
+    X, y = _xy()
+    pipe = make_pipeline(DPSimpleImputer(bounds=(0, 1), add_indicator=add_indicator, random_state=0),
+                         DPStandardScaler(bounds="auto", random_state=1), _model())
+    set_pipeline_budget(pipe, 1.0, 1e-5, n_samples=len(X), n_features=2).fit(X, y)
+    assert pipe[-1].n_features_in_ == 2 * (1 + add_indicator)
+    assert pipeline_privacy_spent(pipe).epsilon == pytest.approx(1.0, abs=1e-6)
+
+
 # ------------------------------------------------------------------------------------------
 # dropping rows breaks the public-n guarantee; imputing keeps it
 # ------------------------------------------------------------------------------------------

@@ -895,7 +895,8 @@ def generalized_gaussian_sigma(sensitivity, kappa, epsilon, delta):
     return float(sensitivity) * math.sqrt(float(kappa) / (2.0 * rho)), rho
 
 
-def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.0, rtol=1e-5, max_steps=400):
+def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.0, rtol=1e-5, max_steps=400,
+              bracket=None, xtol=1e-13):
     """Smallest noise parameter ``p`` with ``price(make_events(p), delta).epsilon <= epsilon``.
 
     ``make_events(p)`` must describe mechanisms whose privacy loss does not
@@ -917,6 +918,13 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
     rtol : float, default=1e-5
         Accepted relative distance above the smallest feasible ``p``; an upper
         bound only (the root is located to about 1e-12 whatever ``rtol`` is).
+    bracket : (float, float) or None, default=None
+        ``(lo, hi)`` believed to hold the root (``hi`` feasible, ``lo`` not):
+        step 1 is skipped when the prices confirm it, else it starts from the
+        end that failed.
+    xtol : float, default=1e-13
+        Width in ``log p`` to which step 2 locates the root (step 3 makes any
+        width feasible; a wider one spends a little less than ``epsilon``).
 
     Returns
     -------
@@ -942,6 +950,16 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
     def exact(p):
         return price(events_of(p), delta, relation)
 
+    if bracket is not None:
+        lo, hi = float(bracket[0]), float(bracket[1])
+        e_hi = search_eps(hi)
+        if e_hi <= epsilon:
+            e_lo = search_eps(lo)
+            if e_lo > epsilon:
+                return _private_side(exact, _root_in(search_eps, lo, hi, e_hi, epsilon, xtol), epsilon)
+            initial = lo
+        else:
+            initial = hi
     hi = float(initial)
     e_hi = search_eps(hi)
     steps = 0
@@ -960,18 +978,21 @@ def calibrate(make_events, epsilon, delta, *, relation="replace_one", initial=1.
         steps += 1
         if steps > max_steps:
             return _private_side(exact, hi, epsilon)  # essentially no noise is needed
+    return _private_side(exact, _root_in(search_eps, lo, hi, e_hi, epsilon, xtol), epsilon)
+
+
+def _root_in(search_eps, lo, hi, e_hi, epsilon, xtol):
+    """The ``p`` in ``[lo, hi]`` where ``search_eps`` crosses ``epsilon`` (``hi`` feasible), by Brent's method in ``log p``."""
     if e_hi == epsilon:
-        p = hi
-    else:
-        t_lo, t_hi = math.log(lo), math.log(hi)
+        return hi
+    t_lo, t_hi = math.log(lo), math.log(hi)
 
-        def g(t):  # the bracket's ends are the points already priced (exp(log(p)) may differ from p)
-            p = lo if t == t_lo else hi if t == t_hi else math.exp(t)
-            return search_eps(p) - epsilon
+    def g(t):  # the bracket's ends are the points already priced (exp(log(p)) may differ from p)
+        p = lo if t == t_lo else hi if t == t_hi else math.exp(t)
+        return search_eps(p) - epsilon
 
-        t = optimize.brentq(g, t_lo, t_hi, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=200)
-        p = lo if t == t_lo else hi if t == t_hi else min(max(math.exp(t), lo), hi)
-    return _private_side(exact, p, epsilon)
+    t = optimize.brentq(g, t_lo, t_hi, xtol=xtol, rtol=4 * np.finfo(float).eps, maxiter=200)
+    return lo if t == t_lo else hi if t == t_hi else min(max(math.exp(t), lo), hi)
 
 
 def _private_side(exact, p, epsilon, max_tries=60):

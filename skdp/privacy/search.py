@@ -2,10 +2,14 @@
 
 import math
 
-from .accounting import price
+from .accounting import calibrate, price
 from .budget import PrivacyBudget
 
-__all__ = ["basic_split", "plan_after"]
+__all__ = ["basic_split", "largest_budget", "plan_after", "BUDGET_XTOL"]
+
+#: relative width (in ``log`` of the budget) to which :func:`largest_budget` locates the largest feasible budget;
+#: the budget returned is always feasible, and at most this much below the largest one
+BUDGET_XTOL = 1e-10
 
 
 def basic_split(pre_events, epsilon, delta):
@@ -30,73 +34,72 @@ def basic_split(pre_events, epsilon, delta):
     return eps, delta
 
 
+def largest_budget(events_at, epsilon, delta, upper, *, lower=None, relation="replace_one"):
+    """Largest ``t`` in ``(0, upper]`` with ``price(events_at(t), delta).epsilon <= epsilon``: the one budget search.
+
+    ``events_at(t)`` lists the events of a plan whose privacy loss does not
+    decrease as ``t`` (a budget's epsilon) grows, e.g. the private bound
+    choices made before a solver and the solver's plan at ``t``; a function of
+    public quantities only. The search is the accountant's own calibration
+    (:func:`~skdp.privacy.calibrate`) on the noise-like parameter ``1 / t``:
+    bracketed by factors of 4 from ``upper`` (or by ``lower``), located with
+    Brent's method to :data:`BUDGET_XTOL` and stepped to the private side
+    with the price that reports the fit, so the returned ``t`` is always
+    feasible. Every "largest
+    budget within epsilon" in skdp goes through it: a solver's share after
+    its bound choices (:func:`plan_after`), the per-class budget of
+    one-vs-rest fits (:func:`skdp._ovr.ovr_budget`) and the scalers' split
+    of their budget.
+
+    ``lower`` (optional): a ``t`` believed feasible (e.g. what basic
+    composition leaves), which narrows the search when the prices confirm it.
+
+    Returns
+    -------
+    t : float
+    """
+    upper = float(upper)
+    p_upper = 1.0 / upper
+    if price(list(events_at(1.0 / p_upper)), delta, relation).budget.epsilon <= epsilon:
+        return 1.0 / p_upper
+    bracket = None if lower is None or not 0 < lower < upper else (p_upper, 1.0 / float(lower))
+    p, _ = calibrate(lambda p: events_at(1.0 / p), epsilon, delta, relation=relation, initial=p_upper,
+                     bracket=bracket, xtol=BUDGET_XTOL)
+    return 1.0 / p
+
+
 def plan_after(plan, pre_events, epsilon, delta):
     """The budget of a release planned by ``plan`` so that it and ``pre_events`` together cost ``(epsilon, delta)``.
 
     ``plan(budget) -> list of events`` is a function of public quantities
     only (a solver's plan, a secure aggregation's calibration). Without
-    pre-events the answer is ``(epsilon, delta)``. Otherwise the
-    basic-composition split (:func:`basic_split`) is feasible but leaves
-    budget unspent (the accountant composes Gaussian and bounded-range events
-    more tightly than by adding epsilons), so the release's epsilon is raised
-    on the accountant's price of the whole plan at ``delta``: a bracketed
-    false-position search (Illinois) that keeps a feasible end and returns
-    it, so the total never exceeds ``epsilon``. With ``delta = 0`` the basic
-    split is returned.
+    pre-events the answer is ``(epsilon, delta)``. Otherwise the release gets
+    the ``delta`` that basic composition leaves it (:func:`basic_split`) and
+    the largest epsilon for which the accountant prices the whole plan at no
+    more than ``epsilon`` (:func:`largest_budget`; the accountant composes
+    Gaussian and bounded-range events more tightly than by adding epsilons).
+    With ``delta = 0`` the basic split is exact and is returned.
 
     Returns
     -------
     PrivacyBudget
-        The budget to calibrate the release to.
+        The budget to calibrate the release to (the very object ``plan`` was
+        last called with at that epsilon).
     """
     if not pre_events:
         return PrivacyBudget(epsilon, delta)
     lo, solver_delta = basic_split(pre_events, epsilon, delta)
-    pre_delta = delta - solver_delta
     if not lo > 0:
         raise ValueError(f"The private selections before the solver (bounds, label set) use all of "
                          f"epsilon={epsilon!r}; give them publicly or lower bound_budget_fraction.")
-    basic = PrivacyBudget(lo, delta - pre_delta)
     if delta == 0:
-        return basic
+        return PrivacyBudget(lo, solver_delta)
+    budgets = {}
 
-    def excess(eps):
-        budget = PrivacyBudget(eps, delta - pre_delta)
-        return price(list(pre_events) + list(plan(budget)), delta).budget.epsilon - epsilon, budget
+    def events_at(t):
+        if t not in budgets:
+            budgets[t] = PrivacyBudget(t, solver_delta)
+        return list(pre_events) + list(plan(budgets[t]))
 
-    f_lo, best = excess(lo)
-    hi, f_hi = epsilon, None
-    if f_lo > 0:
-        # the accountant can price the union above the parts' sum (e.g. many bounded-range
-        # events priced by RDP): search below the basic split so the total never exceeds epsilon
-        lo, hi, f_hi, best = 0.0, lo, f_lo, None
-        # an anchor for the interpolation only (the solver's share tends to 0, where the excess is
-        # price(pre) - epsilon < 0): feasibility is always decided by an evaluated price
-        f_lo = -epsilon
-    else:
-        f_hi, _ = excess(hi)
-        if f_hi <= 0:  # the solver can take all of epsilon (pre-events free at this delta)
-            return excess(hi)[1]
-    side, best_excess = 0, (f_lo if best is not None else -math.inf)
-    for _ in range(60):
-        # false position, with the Illinois halving of the end that keeps being retained
-        x = hi - f_hi * (hi - lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
-        if not lo < x < hi:
-            x = 0.5 * (lo + hi)
-        f_x, budget = excess(x)
-        if f_x <= 0:
-            lo, f_lo, best, best_excess = x, f_x, budget, f_x
-            if side == -1:
-                f_hi *= 0.5
-            side = -1
-        else:
-            hi, f_hi = x, f_x
-            if side == 1:
-                f_lo *= 0.5
-            side = 1
-        if hi - lo <= 1e-11 * epsilon or best_excess >= -1e-10 * epsilon:
-            break
-    if best is None:
-        raise ValueError(f"The private selections before the solver (bounds, label set) leave it no budget at "
-                         f"epsilon={epsilon!r}; give them publicly or lower bound_budget_fraction.")
-    return best
+    t = largest_budget(events_at, epsilon, delta, epsilon, lower=lo)
+    return budgets[t] if t in budgets else PrivacyBudget(t, solver_delta)
