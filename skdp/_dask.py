@@ -423,7 +423,9 @@ def fit_logistic(est, X, y, privacy_ledger=None):
     _refuse_none(est, "classes")
     check_class_set(est)
     rows = DaskRows(X, y)
-    plan = make_plan(est, PublicFit(rows.n, rows.d))  # public facts only: before any block is read
+    # public facts only: before any block is read (the rows stay where they are: no feature scaling release)
+    plan = make_plan(est, PublicFit(rows.n, rows.d, reduced_rows=True))
+    est.feature_center_ = est.feature_scale_ = est.feature_box_ = None
     _check_solver(est, plan.solver)
     charge(est, rows.X, privacy_ledger, plan)
     _set_features(est, rows)
@@ -454,7 +456,7 @@ def fit_ridge(est, X, y, privacy_ledger=None):
     _refuse_none(est, "data_norm")
     _refuse_none(est, "label_bound")
     rows = DaskRows(X, y)
-    plan = make_plan(est, PublicFit(rows.n, rows.d))  # public facts only: before any block is read
+    plan = make_plan(est, PublicFit(rows.n, rows.d, reduced_rows=True))  # public facts only: before any block
     solver = plan.solver
     _check_solver(est, solver)
     refuse_unreliable_selection(est, est._n_auto_selections(), rows.n)

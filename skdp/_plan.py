@@ -39,7 +39,8 @@ class PublicFit:
     asked for without it), ``n_targets`` the columns of a 2-D ``y`` (``None``:
     a 1-D ``y``), ``n_classes`` the number of classes when it is public
     (given ``classes``), ``parties`` the public row counts of a multi-party
-    fit.
+    fit, ``reduced_rows`` whether the rows are only read by reductions where
+    they live (a Dask fit: no release that needs them in memory is planned).
     """
 
     n_samples: int
@@ -47,6 +48,8 @@ class PublicFit:
     n_targets: int = None
     n_classes: int = None
     parties: tuple = None
+    #: the rows are read by reductions where they live (Dask), never held in this process
+    reduced_rows: bool = False
 
 
 @dataclass

@@ -4,7 +4,7 @@ __all__ = ["linear_scores", "LinearRegressorMixin", "LinearClassifierMixin", "Pr
 
 
 import numpy as np
-from scipy import special
+from scipy import sparse, special
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .bounds import clip_features
@@ -18,10 +18,23 @@ def linear_scores(estimator, X):
     """
     check_is_fitted(estimator)
     X = validate_data(estimator, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
-    if getattr(estimator, "feature_clip_", None) is not None:
+    box = getattr(estimator, "feature_box_", None)
+    if box is not None:  # fitted with feature_scaling: the clip is a box per feature in the user's units
+        X = clip_to_box(X, *box)
+    elif getattr(estimator, "feature_clip_", None) is not None:
         X = clip_features(X, estimator.feature_clip_)[0]
     coef = np.asarray(estimator.coef_)
     return np.asarray(X @ coef.T) + estimator.intercept_
+
+
+def clip_to_box(X, lower, upper):
+    """A float64 copy of ``X`` with column ``j`` clipped to ``[lower_j, upper_j]`` (CSR stays CSR: its box holds 0)."""
+    if sparse.issparse(X):
+        Xc = X.astype(np.float64, copy=True).tocsr()
+        cols = Xc.indices
+        np.clip(Xc.data, lower[cols], upper[cols], out=Xc.data)
+        return Xc
+    return np.clip(np.asarray(X, dtype=np.float64), lower, upper)
 
 
 class LinearRegressorMixin:

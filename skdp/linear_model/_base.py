@@ -5,6 +5,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples
@@ -15,10 +16,11 @@ from .._classes import class_selection_events, zero_inactive_rows
 from .._protocol import solve_and_release
 from .._warnings import caller_stacklevel as _caller_stacklevel
 from ..privacy.search import plan_after
-from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
+from ..bounds import (bound_features, clipped_row_norms, feature_scaling_mu, private_feature_scaling,
+                      private_row_bound, raw_row_bound, row_norms)
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
-from ..privacy import BoundedRangeEvent
+from ..privacy import BoundedRangeEvent, GaussianEvent
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
@@ -307,15 +309,33 @@ class DPLinearModel(BaseEstimator):
         solver = spec["solver"]
         k = self._n_auto_selections(public.n_targets)
         eps_sel = selection_epsilon(self.epsilon, self.bound_budget_fraction, k, n)
-        pre = [BoundedRangeEvent(eps_sel)] * k + class_selection_events(self, n)
+        mu_s = self._scaling_mu(public)
+        # mu_s-GDP whatever the width (the released event's sensitivity is sqrt(2 d), its sigma sqrt(2 d) / mu_s)
+        sens = 1.0 if public.n_features is None else math.sqrt(2.0 * int(public.n_features))
+        scaling = [] if mu_s is None else [GaussianEvent(sens, sens / mu_s)]
+        pre = scaling + [BoundedRangeEvent(eps_sel)] * k + class_selection_events(self, n)
         K = float(self.data_norm) if isinstance(self.data_norm, Real) else 1.0
         view = self._problem(n, spec["loss"], spec["n_outputs"], K, label_bound=spec["label_bound"],
                              coef_norm=spec["coef_norm"], clip_norm=self._clip_mode(solver), solver=solver,
                              n_features=p)
         budget, solver_plan = self._solver_budget(solver, view, pre)
+        spec = dict(spec, scaling_mu=mu_s)
         return FitPlan(public, guaranteed=spec["guaranteed"] and self.data_norm is not None, pre_events=pre,
                        selection_epsilon=eps_sel, budget=budget, solver=solver, view=view, spec=spec,
                        solver_plan=solver_plan)
+
+    def _scaling_mu(self, public):
+        """``feature_scaling="auto"``: GDP parameter of the private per-feature histograms, or ``None``.
+
+        Public facts only: the parameter, ``data_norm="auto"`` (a given
+        ``data_norm`` is in the user's units, so those rows are not rescaled),
+        ``n``, ``epsilon`` and ``delta`` (:func:`skdp.bounds.feature_scaling_mu`);
+        never the width, so the price is the same at every width. Not with rows
+        read by reductions where they live (Dask).
+        """
+        if getattr(self, "feature_scaling", None) != "auto" or self.data_norm != "auto" or public.reduced_rows:
+            return None
+        return feature_scaling_mu(int(public.n_samples), self.epsilon, self.delta)
 
     def _fit_plan(self, X, **facts):
         """The fit's plan from the shape of ``X`` and the public ``facts`` (``None`` when ``X`` has no readable
@@ -369,6 +389,17 @@ class DPLinearModel(BaseEstimator):
         rng = fit_randomness(self) if rng is None else rng
         warn_unreliable_selection(self.epsilon, self._n_auto_selections(plan.public.n_targets), X.shape[0])
         pre_events = list(pre_events)
+        self.feature_center_ = self.feature_scale_ = self.feature_box_ = None
+        mu_s = plan.spec.get("scaling_mu")
+        scale_events = []
+        if mu_s is not None:
+            # private per-feature histograms (one Gaussian release, planned first), then a fixed affine map of
+            # every column, z = (x - centre) / scale, before the row bound; coef_ is mapped back (_split_coef)
+            centre, scale, scale_event = private_feature_scaling(X, mu_s, rng)
+            scale_events = [scale_event]
+            if scale is not None:
+                X = X.multiply(1.0 / scale).tocsr() if sp.issparse(X) else (X - centre) / scale
+                self.feature_center_, self.feature_scale_ = centre, scale
         data_norm = self.data_norm
         fraction = self._intercept_fraction_for(X.shape[1])
         norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
@@ -379,6 +410,7 @@ class DPLinearModel(BaseEstimator):
                 fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
                 intercept_fraction=fraction, secure=selection_secure_option(self.solver_options))
             pre_events = [bound_event] + pre_events
+        pre_events = scale_events + pre_events  # the plan's order: scaling, row bound, label set
         radius = None
         if data_norm is not None:
             radius = self._feature_clip_radius(
@@ -403,6 +435,10 @@ class DPLinearModel(BaseEstimator):
         self.intercept_scaling_ = bounded.intercept_scaling
         if "feature_clip" in self.get_params():
             self.feature_clip_ = radius
+            if self.feature_scale_ is not None and radius is not None:
+                # the clip in the user's units: a box per feature, centre -+ radius * scale
+                self.feature_box_ = (self.feature_center_ - radius * self.feature_scale_,
+                                     self.feature_center_ + radius * self.feature_scale_)
         return result.coef, bounded
 
     def _split_coef(self, coef):
@@ -415,6 +451,9 @@ class DPLinearModel(BaseEstimator):
             coef = coef[:-1]
         else:
             intercept = np.zeros(coef.shape[1])
+        if getattr(self, "feature_scale_", None) is not None:  # back to the user's units (post-processing)
+            coef = coef / self.feature_scale_[:, None]
+            intercept = intercept - self.feature_center_ @ coef
         return coef.T.copy(), np.asarray(intercept, dtype=float)
 
     def __sklearn_tags__(self):

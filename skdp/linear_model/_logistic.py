@@ -146,6 +146,28 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         but the public or released row bound and changes no sensitivity.
         ``None`` clips only the rows, and ``decision_function`` is then
         exactly ``X @ coef_.T + intercept_``.
+    feature_scaling : "auto" or None, default="auto"
+        ``"auto"``: with ``data_norm="auto"``, a private per-feature affine
+        map fixes raw, unstandardised scales inside ``fit``. One Gaussian
+        release of every column's counts in public geometric bins (edges
+        ``+-2^(k/4)``, ``1.5e-5 .. 1.05e6``; replace-one sensitivity
+        ``sqrt(2 d)``), calibrated to ``sqrt(0.02)`` times the ``mu`` of
+        ``(epsilon, delta)``, so the model's own noise grows by about 1% and
+        the price is the same at every width (a model behind
+        ``DPOneHotEncoder`` is planned exactly). It is planned only where ``n``
+        and the budget let a column's quartiles be located (public: large ``n
+        * epsilon``); otherwise nothing is released. From the noisy counts
+        (post-processing): if the quartiles are trusted at this width and the
+        columns' magnitudes differ by more than a factor 20, every column
+        whose middle half is not already standard-like is centred at its
+        quartiles' midpoint and divided by their half-distance (one-hot,
+        binary, zero-heavy and already standardised columns are left alone);
+        otherwise the map is the identity (and the release was still paid).
+        ``coef_`` and ``intercept_`` are in the user's units; the feature clip
+        becomes a box per feature (``feature_box_``). Scaling privately
+        yourself (``DPStandardScaler``) costs a budget share too, but works at
+        small ``n * epsilon``, where this does not. ``None``: no release, no
+        map. Dask inputs are fitted without it.
     solver_options : dict or None, default=None
         Solver-specific settings, validated against the solver's
         ``option_keys`` (see :func:`skdp.list_solvers`), e.g.
@@ -205,7 +227,14 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
     intercept_scaling_ : float
         The value of the intercept column.
     feature_clip_ : float or None
-        The radius the features were clipped to (see ``feature_clip``).
+        The radius the features were clipped to (see ``feature_clip``), in the
+        scaled units when ``feature_scale_`` is set.
+    feature_center_, feature_scale_ : ndarray of shape (n_features,) or None
+        The private affine map ``z = (x - center) / scale`` the fit used
+        (``feature_scaling="auto"``), ``None`` when it was the identity.
+    feature_box_ : tuple of two ndarrays or None
+        With a map and a feature clip: the per-feature box ``center -+
+        feature_clip_ * scale`` that ``decision_function`` clips to.
     noise_source_ : str
         ``"os-entropy"`` when the noise came from fresh OS entropy
         (``random_state=None``), else ``"seed:<digest>"`` of the generator
@@ -243,6 +272,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         "coef_norm": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left"), None],
         "feature_clip": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+        "feature_scaling": [StrOptions({"auto"}), None],
         **CLASS_WEIGHT_CONSTRAINTS,
     }
 
@@ -267,6 +297,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         verbose=0,
         max_sample_weight=1.0,
         class_weight=None,
+        feature_scaling="auto",
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -286,6 +317,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.verbose = verbose
         self.max_sample_weight = max_sample_weight
         self.class_weight = class_weight
+        self.feature_scaling = feature_scaling
 
     _multiclass = True
     #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._protocol.n_iter_attribute`)

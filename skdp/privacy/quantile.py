@@ -41,14 +41,18 @@ import math
 from numbers import Real
 
 import numpy as np
+from scipy import sparse
 
 from .discrete import secure_selection_plan, select
-from .events import BoundedRangeEvent
+from .events import BoundedRangeEvent, GaussianEvent
+from .mechanisms import gaussian_noise
 
 __all__ = ["private_quantile", "private_quantile_from_counts", "private_feature_ranges",
            "private_feature_ranges_from_counts", "grid_counts", "quantile_scores", "cell_scores", "point_scores",
            "range_quantile_level",
-           "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID"]
+           "signed_geometric_grid", "DEFAULT_NORM_GRID", "DEFAULT_SIGNED_GRID", "WIDE_SIGNED_GRID",
+           "SCALE_EDGES", "signed_log_edges", "feature_bin_counts", "private_feature_histograms",
+           "histogram_quantile_bins", "bin_values"]
 
 #: Public candidate bounds for row norms: 1e-2 .. 1e5, 6 per decade (ratio ~1.47). A coarse
 #: grid keeps the total mass of the candidates far above the data (all scored -q n) small,
@@ -318,3 +322,87 @@ def private_feature_ranges_from_counts(counts, n, q, epsilon, rng, grid=WIDE_SIG
     a = np.where(tied, np.maximum(a - 1, 0), a)
     b = np.where(tied, np.minimum(b + 1, grid.size - 1), b)
     return grid[a].copy(), grid[b].copy(), BoundedRangeEvent(float(epsilon), 2 * d)
+
+
+# ---------------------------------------------------------------------------------------------
+# Noisy per-feature histograms (a linear model's ``feature_scaling="auto"``)
+# ---------------------------------------------------------------------------------------------
+def signed_log_edges(smallest_exp=-16, largest_exp=20, per_octave=4):
+    """Public bin edges ``{-p_J, ..., -p_0, p_0, ..., p_J}``, ``p_k = 2^(smallest_exp + k / per_octave)``.
+
+    ``m = 2 (J + 1)`` edges make ``m + 1`` bins: ``(-inf, -p_J)``, the
+    signed geometric bins, ``[-p_0, p_0)`` (which holds 0) and
+    ``[p_J, inf)``. A function of its arguments only, never of data.
+    """
+    k = np.arange((largest_exp - smallest_exp) * per_octave + 1)
+    p = 2.0 ** (smallest_exp + k / per_octave)
+    return np.concatenate([-p[::-1], p])
+
+
+#: The edges of :func:`private_feature_histograms`: magnitudes 2^-16 (1.5e-5) .. 2^20 (1.05e6), four bins per
+#: octave (ratio 1.19), 290 edges, 291 bins.
+SCALE_EDGES = signed_log_edges()
+SCALE_EDGES.setflags(write=False)
+
+
+def feature_bin_counts(X, edges=SCALE_EDGES):
+    """``(d, m + 1)`` counts: how many rows of each column fall in each bin of ``edges`` (dense or sparse ``X``).
+
+    A value ``v`` is in bin ``searchsorted(edges, v, "right")``. Every row
+    adds 1 to exactly one bin of every column, so replacing one row moves at
+    most two counts of each column, each by 1: L2 sensitivity ``sqrt(2 d)``
+    (replace-one, public ``n``).
+    """
+    edges = np.asarray(edges, dtype=float)
+    n, d = X.shape
+    m = edges.size + 1
+    if sparse.issparse(X):  # the stored entries, then every column's implicit zeros in the bin that holds 0
+        Xc = sparse.csc_matrix(X)
+        cols = np.repeat(np.arange(d), np.diff(Xc.indptr))
+        keys = cols * m + np.searchsorted(edges, Xc.data, side="right")
+        out = np.bincount(keys, minlength=d * m).reshape(d, m).astype(float)
+        out[:, int(np.searchsorted(edges, 0.0, side="right"))] += n - np.diff(Xc.indptr)
+        return out
+    bins = np.searchsorted(edges, np.asarray(X, dtype=float), side="right")  # (n, d), one pass
+    keys = bins + (np.arange(d) * m)[None, :]
+    return np.bincount(keys.ravel(), minlength=d * m).reshape(d, m).astype(float)
+
+
+def private_feature_histograms(X, mu, rng, edges=SCALE_EDGES):
+    """``(noisy_counts, event)``: every column's bin counts (:func:`feature_bin_counts`) plus ``N(0, sigma^2)``.
+
+    The Gaussian mechanism on the ``d (m + 1)`` counts at once, L2
+    sensitivity ``sqrt(2 d)`` under replace-one with public ``n``, with
+    ``sigma = sqrt(2 d) / mu``: ``mu``-GDP whatever the width ``d``,
+    ``GaussianEvent(sqrt(2 d), sigma)``.
+    """
+    if not 0.0 < float(mu) < math.inf:
+        raise ValueError(f"mu must be positive and finite, got {mu!r}.")
+    if not sparse.issparse(X):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d, got shape {X.shape}.")
+    sens = math.sqrt(2.0 * X.shape[1])
+    sigma = sens / float(mu)
+    counts = feature_bin_counts(X, edges)
+    return counts + gaussian_noise(rng, sigma, counts.shape), GaussianEvent(sens, sigma)
+
+
+def histogram_quantile_bins(noisy_counts, n, level):
+    """Post-processing: per column, the first bin at which the noisy cumulative count reaches ``level * n``."""
+    cdf = np.cumsum(np.asarray(noisy_counts, dtype=float), axis=1)
+    reached = cdf >= float(level) * int(n)
+    idx = np.argmax(reached, axis=1)
+    return np.where(reached.any(axis=1), idx, cdf.shape[1] - 1)
+
+
+def bin_values(bins, edges=SCALE_EDGES):
+    """A public representative of each bin: the geometric midpoint (signed), 0 for the bin holding 0, the edge
+    itself for the two outer bins."""
+    edges = np.asarray(edges, dtype=float)
+    b = np.asarray(bins)
+    lo = edges[np.clip(b - 1, 0, edges.size - 1)]
+    hi = edges[np.clip(b, 0, edges.size - 1)]
+    mid = np.sign(lo + hi) * np.sqrt(np.abs(lo * hi))
+    mid = np.where(lo * hi < 0, 0.0, mid)
+    return np.where(b == 0, edges[0], np.where(b == edges.size, edges[-1], mid))
