@@ -37,23 +37,18 @@ import dataclasses
 import math
 
 import numpy as np
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from . import diagnostics
-from ._plan import PublicFit, make_plan
-from ._random import fit_randomness
-from ._classes import class_indices, classes_from_counts, ClassSelection, zero_rows
-from ._protocol import charge, solve_and_release
-from ._weights import default_weight
-from .bounds import (augmented_row_bound, bound_features, bound_labels, clip_features, label_range_from_counts,
-                     raw_row_bound, row_norms)
+from ._classes import ClassSelection, class_indices, zero_rows
+from .bounds import bound_features, bound_labels, clip_features, row_norms
 from .losses import clipped_mean_gradient
-from .privacy.quantile import DEFAULT_NORM_GRID, grid_counts, private_quantile_from_counts
-from .solvers._base import Problem, selection_secure_option
+from .privacy.quantile import DEFAULT_NORM_GRID, grid_counts
+from .solvers._problem import Problem
 
-__all__ = ["is_dask_collection", "DaskRows", "DaskDesign", "DaskProblem", "DASK_SOLVERS",
-           "fit_logistic", "fit_ridge", "fit_standard_scaler"]
+
+__all__ = ["is_dask_collection", "refuse_unsupported", "DaskRows", "DaskDesign", "DaskProblem", "DASK_SOLVERS",
+           "validated_block", "first_pass", "abs_dev_counts", "ClassTargets", "RegressionTargets", "check_solver", "refuse_none",
+           "set_features"]
 
 #: the solvers that run on Dask input: full-batch passes only (no row sampling, no X in memory)
 DASK_SOLVERS = ("adassp", "dp_gd", "output_pert")
@@ -176,7 +171,7 @@ def _add(a, b):
     return tuple(x + y for x, y in zip(a, b))
 
 
-def _block(xb, dtype):
+def validated_block(xb, dtype):
     """A block as validated features: ``dtype`` (float32 kept, else float64), finite."""
     xb = np.asarray(xb, dtype=dtype)
     if not np.all(np.isfinite(xb)):
@@ -193,14 +188,14 @@ def _check_targets(yb, numeric):
     return yb
 
 
-def _first_pass(xb, yb, dtype, norm_counts, labels, y_grid, numeric):
+def first_pass(xb, yb, dtype, norm_counts, labels, y_grid, numeric):
     """Validation, and the counts the private bound choices need, in one pass over a block.
 
     Returns ``(norm grid counts, (labels, counts), signed-grid counts of y)``;
     a part not asked for is ``0``. Counts are sums over rows (sensitivity 1
     per row under replace-one); nothing else leaves the block.
     """
-    xb = _block(xb, dtype)
+    xb = validated_block(xb, dtype)
     out = [0, 0, 0]
     if norm_counts:
         out[0] = grid_counts(row_norms(xb), DEFAULT_NORM_GRID)
@@ -229,14 +224,14 @@ class _LabelCounts:
     __radd__ = __add__
 
 
-def _abs_dev_counts(xb, yb, centre, grid):
+def abs_dev_counts(xb, yb, centre, grid):
     return (grid_counts(np.abs(_check_targets(yb, True) - centre), grid),)
 
 
 # ---------------------------------------------------------------------------------------------
 # The bounded design of a linear model, applied block by block
 # ---------------------------------------------------------------------------------------------
-class _ClassTargets:
+class ClassTargets:
     """Labels of a block -> the loss's encoding, and the rows whose label was selected (``classes``)."""
 
     def __init__(self, classes, binary, auto):
@@ -251,7 +246,7 @@ class _ClassTargets:
         return (np.where(y_idx == 1, 1.0, -1.0) if self.binary else y_idx), active
 
 
-class _RegressionTargets:
+class RegressionTargets:
     """Labels of a block -> clipped to the public range, centred, in units of the bound (as ``DPRidge``)."""
 
     def __init__(self, label_bound, fit_intercept):
@@ -301,7 +296,7 @@ def _bounded_pass(xb, yb, dtype, bounding, targets, fn, *args):
     ``feature_clip`` when it is not ``None`` (``DPLogisticRegression(feature_clip=...)``).
     """
     radius, bounding = bounding
-    block = _block(xb, dtype)
+    block = validated_block(xb, dtype)
     if radius is not None:
         block = clip_features(block, radius, count=False)[0]
     bounded = bound_features(block, *bounding)
@@ -358,189 +353,20 @@ class DaskProblem(Problem):
 # ---------------------------------------------------------------------------------------------
 # The estimators' fits
 # ---------------------------------------------------------------------------------------------
-def _check_solver(estimator, solver):
+def check_solver(estimator, solver):
     if solver.name not in DASK_SOLVERS:
         raise ValueError(f"solver={solver.name!r} does not support Dask input (it samples rows or needs X in one "
                          f"process); {type(estimator).__name__} fits Dask input with solver in "
                          f"{[s for s in DASK_SOLVERS if s in type(estimator)._parameter_constraints['solver'][0].options]}.")
 
 
-def _refuse_none(estimator, name):
+def refuse_none(estimator, name):
     if getattr(estimator, name) is None:
         raise ValueError(f"{name}=None (read from the data) is not supported for Dask input; give a public "
                          f"{name} or use the default 'auto' (chosen privately).")
 
 
-def _set_features(estimator, rows):
+def set_features(estimator, rows):
     """``n_features_in_`` and ``feature_names_in_`` from the public schema (never the values)."""
     _check_feature_names(estimator, rows.meta if rows.meta is not None else rows.X, reset=True)
     _check_n_features(estimator, rows.X, reset=True)
-
-
-def _fit_problem(est, plan, rows, targets, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                 data_derived=False, clip_norm=None, rng=None, pre_events=(), norm_counts=None):
-    """``DPLinearModel._fit_problem`` on Dask rows: the same plan and steps, the passes as reductions."""
-    from .linear_model._base import warn_unreliable_selection
-
-    n = rows.n
-    warn_unreliable_selection(est.epsilon, est._n_auto_selections(plan.public.n_targets), n)
-    pre_events = list(pre_events)
-    data_norm = est.data_norm
-    fraction = est._intercept_fraction_for(rows.d)
-    if data_norm == "auto":
-        value, bound_event = private_quantile_from_counts(norm_counts, n, est._auto_norm_quantile,
-                                                          plan.selection_epsilon, rng, DEFAULT_NORM_GRID,
-                                                          selection_secure_option(est.solver_options))
-        data_norm = augmented_row_bound(value * est._auto_norm_factor_for(n), est.fit_intercept,
-                                        est.intercept_scaling, fraction)
-        pre_events = [bound_event] + pre_events
-    radius = est._feature_clip_radius(raw_row_bound(data_norm, est.fit_intercept, est.intercept_scaling, fraction),
-                                      rows.d)
-    # the public bounds, as bound_features applies them to every block (no row is read here)
-    public = bound_features(np.empty((0, rows.d)), data_norm, est.fit_intercept, est.intercept_scaling, fraction)
-    design = DaskDesign(rows, public.data_norm, est.fit_intercept, est.intercept_scaling, fraction, targets,
-                        feature_clip=radius)
-    base = est._problem(n, loss, n_outputs, public.data_norm, X=design, label_bound=label_bound,
-                        coef_norm=coef_norm, clip_norm=clip_norm, solver=solver)
-    problem = DaskProblem(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init},
-                          row_weight=default_weight(est, warn=True))
-    result = solve_and_release(est, solver, problem, plan, rng, pre_events=pre_events, derived=data_derived)
-    diagnostics.record(est, n_rows_clipped=design.n_rows_clipped)
-    est.data_norm_ = public.data_norm
-    est.intercept_scaling_ = public.intercept_scaling
-    if "feature_clip" in est.get_params():
-        est.feature_clip_ = radius
-    return result.coef, design
-
-
-def fit_logistic(est, X, y, privacy_ledger=None):
-    """``DPLogisticRegression.fit`` on a Dask array or dataframe ``X`` (labels ``y``: Dask or NumPy)."""
-    from .losses import LogisticLoss, MultinomialLoss
-    from ._classes import check_class_set
-
-    est._check_privacy_params()
-    _refuse_none(est, "data_norm")
-    _refuse_none(est, "classes")
-    check_class_set(est)
-    rows = DaskRows(X, y)
-    # public facts only: before any block is read (the rows stay where they are: no feature scaling release)
-    plan = make_plan(est, PublicFit(rows.n, rows.d, reduced_rows=True))
-    est.feature_center_ = est.feature_scale_ = est.feature_box_ = None
-    _check_solver(est, plan.solver)
-    charge(est, rows.X, privacy_ledger, plan)
-    _set_features(est, rows)
-    norm_counts, label_counts, _ = rows.reduce(_first_pass, rows.dtype, est.data_norm == "auto", True, None, False)
-    check_classification_targets(label_counts.labels)
-    rng = fit_randomness(est)
-    selection = classes_from_counts(est, label_counts.labels, label_counts.counts, rows.n, rng)
-    k = selection.classes.size
-    loss, n_out = (LogisticLoss(), 1) if k == 2 else (MultinomialLoss(k), k)
-    solver = plan.solver if loss.name == plan.spec["loss"].name else est._resolve_solver(loss.name)
-    _check_solver(est, solver)
-    targets = _ClassTargets(selection.classes, k == 2, isinstance(est.classes, str))
-    coef, _ = _fit_problem(est, plan, rows, targets, loss, n_out, solver, data_derived=selection.derived,
-                           clip_norm="initial", rng=rng, pre_events=selection.events, norm_counts=norm_counts)
-    est.coef_, est.intercept_ = est._split_coef(coef)
-    est.multi_class_ = "binary" if k == 2 else ("ovr" if est.solver_info_.get("one_vs_rest") else "multinomial")
-    return est
-
-
-def fit_ridge(est, X, y, privacy_ledger=None):
-    """``DPRidge.fit`` on a Dask array or dataframe ``X`` (targets ``y``: Dask or NumPy)."""
-    from .linear_model._base import refuse_unreliable_selection
-    from .losses import SquaredLoss
-    from .privacy.quantile import DEFAULT_SIGNED_GRID
-
-    est._check_privacy_params()
-    est._check_label_bound()
-    _refuse_none(est, "data_norm")
-    _refuse_none(est, "label_bound")
-    rows = DaskRows(X, y)
-    plan = make_plan(est, PublicFit(rows.n, rows.d, reduced_rows=True))  # public facts only: before any block
-    solver = plan.solver
-    _check_solver(est, solver)
-    refuse_unreliable_selection(est, est._n_auto_selections(), rows.n)
-    charge(est, rows.X, privacy_ledger, plan)
-    _set_features(est, rows)
-    auto_labels = isinstance(est.label_bound, str)
-    norm_counts = y_counts = None
-    if auto_labels or est.data_norm == "auto":  # else the passes of the solver validate the blocks
-        norm_counts, _, y_counts = rows.reduce(_first_pass, rows.dtype, est.data_norm == "auto", False,
-                                               DEFAULT_SIGNED_GRID if auto_labels else None, True)
-    rng = fit_randomness(est)
-    label_bound, pre_events = est.label_bound, []
-    if auto_labels:
-        def counts(grid, centre=None):
-            return y_counts if centre is None else rows.reduce(_abs_dev_counts, centre, grid)[0]
-
-        label_bound, pre_events = label_range_from_counts(counts, rows.n, plan.selection_epsilon, rng,
-                                                          width=est._auto_label_width,
-                                                          secure=selection_secure_option(est.solver_options))
-    _, centre, bound, _, derived = bound_labels(np.zeros(0), label_bound, est.fit_intercept)
-    radius, M = est._coef_ball([bound], solver)
-    coef, design = _fit_problem(
-        est, plan, rows, _RegressionTargets(label_bound, est.fit_intercept), SquaredLoss(), 1, solver, label_bound=1.0,
-        coef_norm=radius, data_derived=derived, clip_norm="initial", rng=rng,
-        pre_events=pre_events, norm_counts=norm_counts)
-    return est._set_fitted(coef, centre, bound, M, design.n_labels_clipped, solver=solver,
-                           n_samples=design.shape[0])
-
-
-# ---------------------------------------------------------------------------------------------
-# DPStandardScaler
-# ---------------------------------------------------------------------------------------------
-def _range_counts(xb, yb, dtype, grid):
-    return (grid_counts(_block(xb, dtype), grid, side="left"),)
-
-
-def _unit_norm_counts(xb, yb, dtype, lo, hi, grid):
-    from .preprocessing import _unit_box
-
-    U = _unit_box(_block(xb, dtype), lo, hi)
-    return (grid_counts(np.linalg.norm(U, axis=1), grid),)
-
-
-def _moments(xb, yb, dtype, lo, hi, radius):
-    from .preprocessing import _unit_box, _clip_unit_rows
-
-    X = _block(xb, dtype)
-    U = _clip_unit_rows(_unit_box(X, lo, hi), radius)
-    return U.sum(axis=0), (U**2).sum(axis=0), int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
-
-
-def fit_standard_scaler(scaler, X, privacy_ledger=None):
-    """``DPStandardScaler.fit`` on a Dask array or dataframe ``X``."""
-    from .preprocessing import _is_auto, _warn_unlocated
-    from .privacy.quantile import WIDE_SIGNED_GRID, private_feature_ranges_from_counts
-
-    if not math.isfinite(scaler.epsilon):
-        raise ValueError(f"epsilon must be finite, got {scaler.epsilon!r}.")
-    _refuse_none(scaler, "bounds")
-    rows = DaskRows(X, y_name=None)
-    public = scaler._public_bounds(rows.d)
-    charge(scaler, rows.X, privacy_ledger)
-    _set_features(scaler, rows)
-    n, d = rows.n, rows.d
-    rng = fit_randomness(scaler)
-    eps0 = scaler._selection_epsilon(d)
-    events, scaler.quantile_ = [], None
-    if _is_auto(scaler.bounds):
-        scaler.quantile_ = _warn_unlocated(scaler, n, eps0)
-        (counts,) = rows.reduce(_range_counts, rows.dtype, WIDE_SIGNED_GRID)
-        lo, hi, event = private_feature_ranges_from_counts(counts, n, scaler.quantile_, eps0, rng, secure=False)
-        events.append(event)
-    else:
-        lo, hi = public
-    radius = None
-    if isinstance(scaler.clip_norm, str):
-        grid = scaler._auto_grid(d)
-        (counts,) = rows.reduce(_unit_norm_counts, rows.dtype, lo, hi, grid)
-        radius, event = private_quantile_from_counts(counts, n, scaler._auto_clip_quantile, eps0, rng, grid)
-        events.append(event)
-    elif scaler.clip_norm is not None:
-        radius = float(scaler.clip_norm)
-    if radius is not None and radius >= math.sqrt(d) / 2:
-        radius = None
-    s1, s2, n_clipped = rows.reduce(_moments, rows.dtype, lo, hi, radius)
-    diagnostics.record(scaler, n_rows_clipped=int(n_clipped))
-    return scaler._release_moments(n, d, lo, hi, s1 / n, s2 / n, radius, events, rng, derived=False, eps0=eps0)

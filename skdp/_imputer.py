@@ -15,7 +15,7 @@ from ._encoders import (_distinct, _is_missing, _missing_mask, category_selectio
 from ._random import fit_randomness
 from ._release import charge, release
 from .exceptions import PrivacyLeakWarning
-from .privacy import (BoundedRangeEvent, GaussianEvent, LaplaceEvent, PrivacyBudget, calibrate, calibrate_bounded_range,
+from .privacy import (BoundedRangeEvent, GaussianEvent, LaplaceEvent, PrivacyBudget, calibrate_bounded_range,
                       calibrate_gaussian, gaussian_noise, laplace_noise, pure_noise_scale, weight_coordinate_scale)
 from .privacy.discrete import secure_selection_plan, select
 from .privacy.quantile import WIDE_SIGNED_GRID, grid_counts, private_quantile_from_counts, range_quantile_level

@@ -39,7 +39,7 @@ from ._random import noise_source
 from ._warnings import caller_stacklevel as _caller_stacklevel, warn_heavy_clipping
 from .exceptions import BudgetExceededError, UncertifiedSolutionError, WeakDeltaWarning
 from .privacy import PrivacyBudget, active_ledger, price
-from .solvers._base import public_view
+from .solvers._problem import public_view
 
 __all__ = ["check_targets", "charge", "CHARGE_RTOL", "check_charged", "release", "N_ITER_STYLES", "n_iter_attribute",
            "solve_and_release"]

@@ -73,6 +73,12 @@ from sklearn.utils import check_random_state
 
 from ._random import generator
 from .privacy.mechanisms import record_draws, scaled_noise
+from .linear_model import DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression
+from .privacy import (ApproxDPEvent, BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, LaplaceEvent,
+                      PoissonGaussianEvent, PrivacyBudget, ZCDPEvent)
+from .privacy.objective import objective_perturbation_gaussian
+from .solvers import SOLVERS
+from .solvers.perturbation import ObjectivePerturbationSVRG
 
 __all__ = ["AuditResult", "EventAuditResult", "EventBound", "audit", "audit_events", "audit_solvers",
            "audit_solvers_events", "epsilon_lower_bound", "gdp_mu_for"]
@@ -460,7 +466,6 @@ def _solver_cases(epsilon, delta):
     objective perturbation's Jacobian term): their positive control needs
     far less than a quarter of the noise to be flagged.
     """
-    from .linear_model import DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression
 
     X0, y0 = np.zeros((40, 2)), np.zeros(40)
     c0 = np.arange(40) % 2
@@ -511,7 +516,6 @@ def _solver_cases(epsilon, delta):
         fit_intercept=False, max_iter=1, solver_options={"selection_share": 0.05}), (X0, y0))
     # a registered solver without a tuned setting gets the generic one of its estimator family (its
     # defaults on the same zero background), so a new solver is audited without editing this function
-    from .solvers import SOLVERS
 
     for name, s in SOLVERS.items():
         if name in cases:
@@ -531,7 +535,6 @@ def _solver_cases(epsilon, delta):
 
 def _audited_solvers(cases, solvers):
     """The solver names to audit (every registered one when ``solvers`` is ``None``), each with a setting."""
-    from .solvers import SOLVERS
 
     names = sorted(SOLVERS) if solvers is None else list(solvers)
     missing = [s for s in names if s not in cases]
@@ -673,9 +676,6 @@ def _objective_claim(model, epsilon, delta):
     event, except for ``obj_pert_svrg``, whose event chains its first stage
     ``(eps / 2, delta / (2 e^(eps / 4)))`` with an output noise.
     """
-    from .privacy import PrivacyBudget
-    from .privacy.objective import objective_perturbation_gaussian
-    from .solvers.perturbation import ObjectivePerturbationSVRG
 
     if getattr(model, "solver_", None) == "obj_pert_svrg":
         epsilon, _, delta, _ = ObjectivePerturbationSVRG.split(PrivacyBudget(epsilon, delta))
@@ -686,8 +686,6 @@ def _objective_claim(model, epsilon, delta):
 
 def _claims(model):
     """Per kind: the claim of the fit's events (Gaussian: composed mu; others: one value per release, in order)."""
-    from .privacy import (ApproxDPEvent, BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, LaplaceEvent,
-                          PoissonGaussianEvent, ZCDPEvent)
 
     mu2, gauss = 0.0, False
     per = {"selection": [], "laplace": [], "l2_laplace": [], "objective": []}
@@ -970,7 +968,6 @@ def _event_cases(epsilon, delta):
     equals the canary's gradient shift), and ``two_stage`` on four features
     with a canary that moves its block's support (world B holds a zero row).
     """
-    from .linear_model import DPRidge, DPSparseLinearRegression
 
     cases = {}
     for name, (est, (X, y)) in _solver_cases(epsilon, delta).items():

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import PrivacyLeakWarning
 from . import _dask, diagnostics
-from ._dask import is_dask_collection
+from ._dask import DaskRows, is_dask_collection, refuse_none, set_features, validated_block
 from ._random import fit_randomness
 from ._protocol import charge, release
 from ._warnings import caller_stacklevel as _caller_stacklevel
@@ -45,8 +45,8 @@ from ._pipeline import pipeline_privacy_spent, set_pipeline_budget
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.discrete import secure_selection_plan
 from .privacy.discrete import select
-from .privacy.quantile import (WIDE_SIGNED_GRID, cell_scores, grid_counts, private_quantile_from_counts,
-                               range_quantile_level)
+from .privacy.quantile import (WIDE_SIGNED_GRID, cell_scores, grid_counts, private_feature_ranges_from_counts,
+                               private_quantile_from_counts, range_quantile_level)
 
 __all__ = ["DPMinMaxScaler", "DPOneHotEncoder", "DPSimpleImputer", "DPStandardScaler", "pipeline_privacy_spent",
            "set_pipeline_budget"]
@@ -569,7 +569,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if is_dask_collection(X):
             _dask.refuse_unsupported(self, sample_weight)
-            return _dask.fit_standard_scaler(self, X, privacy_ledger)
+            return _fit_standard_scaler_dask(self, X, privacy_ledger)
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
         check_weight_params(self)
@@ -967,3 +967,56 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+# ---------------------------------------------------------------------------------------------
+# DPStandardScaler on Dask input: the same steps, every pass a reduction on the workers (skdp._dask)
+# ---------------------------------------------------------------------------------------------
+def _range_counts(xb, yb, dtype, grid):
+    return (grid_counts(validated_block(xb, dtype), grid, side="left"),)
+
+
+def _unit_norm_counts(xb, yb, dtype, lo, hi, grid):
+    U = _unit_box(validated_block(xb, dtype), lo, hi)
+    return (grid_counts(np.linalg.norm(U, axis=1), grid),)
+
+
+def _moments(xb, yb, dtype, lo, hi, radius):
+    X = validated_block(xb, dtype)
+    U = _clip_unit_rows(_unit_box(X, lo, hi), radius)
+    return U.sum(axis=0), (U**2).sum(axis=0), int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
+
+
+def _fit_standard_scaler_dask(scaler, X, privacy_ledger=None):
+    """``DPStandardScaler.fit`` on a Dask array or dataframe ``X``."""
+    if not math.isfinite(scaler.epsilon):
+        raise ValueError(f"epsilon must be finite, got {scaler.epsilon!r}.")
+    refuse_none(scaler, "bounds")
+    rows = DaskRows(X, y_name=None)
+    public = scaler._public_bounds(rows.d)
+    charge(scaler, rows.X, privacy_ledger)
+    set_features(scaler, rows)
+    n, d = rows.n, rows.d
+    rng = fit_randomness(scaler)
+    eps0 = scaler._selection_epsilon(d)
+    events, scaler.quantile_ = [], None
+    if _is_auto(scaler.bounds):
+        scaler.quantile_ = _warn_unlocated(scaler, n, eps0)
+        (counts,) = rows.reduce(_range_counts, rows.dtype, WIDE_SIGNED_GRID)
+        lo, hi, event = private_feature_ranges_from_counts(counts, n, scaler.quantile_, eps0, rng, secure=False)
+        events.append(event)
+    else:
+        lo, hi = public
+    radius = None
+    if isinstance(scaler.clip_norm, str):
+        grid = scaler._auto_grid(d)
+        (counts,) = rows.reduce(_unit_norm_counts, rows.dtype, lo, hi, grid)
+        radius, event = private_quantile_from_counts(counts, n, scaler._auto_clip_quantile, eps0, rng, grid)
+        events.append(event)
+    elif scaler.clip_norm is not None:
+        radius = float(scaler.clip_norm)
+    if radius is not None and radius >= math.sqrt(d) / 2:
+        radius = None
+    s1, s2, n_clipped = rows.reduce(_moments, rows.dtype, lo, hi, radius)
+    diagnostics.record(scaler, n_rows_clipped=int(n_clipped))
+    return scaler._release_moments(n, d, lo, hi, s1 / n, s2 / n, radius, events, rng, derived=False, eps0=eps0)

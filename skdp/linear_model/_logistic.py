@@ -18,6 +18,7 @@ from .._predict import ProbabilisticClassifierMixin
 from .._protocol import charge
 from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
 from ._base import DPLinearModel
+from ._dask_fits import fit_logistic as fit_logistic_dask
 
 __all__ = ["DPLogisticRegression"]
 
@@ -406,7 +407,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         """
         if is_dask_collection(X):
             _dask.refuse_unsupported(self, sample_weight)
-            return _dask.fit_logistic(self, X, y, privacy_ledger)
+            return fit_logistic_dask(self, X, y, privacy_ledger)
         self._check_privacy_params()
         plan = self._fit_plan(X)  # public facts only: before any row is read
         charge(self, X, privacy_ledger, plan, y=y)

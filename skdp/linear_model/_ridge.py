@@ -22,6 +22,7 @@ from .._protocol import charge
 from .._warnings import warn_heavy_clipping
 from .._weights import row_weights
 from ._base import DPLinearModel, refuse_unreliable_selection
+from ._dask_fits import fit_ridge as fit_ridge_dask
 
 __all__ = ["DPRidge"]
 
@@ -510,7 +511,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         """
         if is_dask_collection(X):
             _dask.refuse_unsupported(self, sample_weight, y)
-            return _dask.fit_ridge(self, X, y, privacy_ledger)
+            return fit_ridge_dask(self, X, y, privacy_ledger)
         self._check_privacy_params()
         # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
         # a column vector as sklearn's single-output estimators do (raveled, with a warning)
