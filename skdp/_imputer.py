@@ -13,7 +13,7 @@ from . import diagnostics
 from ._encoders import (_distinct, _is_missing, _missing_mask, category_selection_events, category_selection_plan,
                         column_namer)
 from ._random import fit_randomness
-from ._release import charge, release
+from ._protocol import charge, release
 from .exceptions import PrivacyLeakWarning
 from .privacy import (BoundedRangeEvent, GaussianEvent, LaplaceEvent, PrivacyBudget, calibrate_bounded_range,
                       calibrate_gaussian, gaussian_noise, laplace_noise, pure_noise_scale, weight_coordinate_scale)
