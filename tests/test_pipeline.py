@@ -638,8 +638,8 @@ def _dp_pipeline(cat, encoder=None):
 
 
 def _sklearn_pipeline(cat):
-    return make_pipeline(make_column_transformer((StandardScaler(), CENSUS_NUM), (OneHotEncoder(handle_unknown="ignore"),
-                                                                           cat)),
+    return make_pipeline(make_column_transformer((StandardScaler(), CENSUS_NUM),
+                                                 (OneHotEncoder(handle_unknown="ignore"), cat)),
                          LogisticRegression(max_iter=1000))
 
 
@@ -740,7 +740,8 @@ def test_fit_time_within_twice_sklearns(census):
         return min(times)
 
     def budgeted():
-        return set_pipeline_budget(_dp_pipeline(cat), CENSUS_EPSILON, CENSUS_DELTA, n_samples=len(X), feature_names=list(X.columns))
+        return set_pipeline_budget(_dp_pipeline(cat), CENSUS_EPSILON, CENSUS_DELTA, n_samples=len(X),
+                                   feature_names=list(X.columns))
 
     dp, sk = best_of(budgeted), best_of(lambda: _sklearn_pipeline(cat))
     assert dp <= 2 * sk, (dp, sk)

@@ -187,7 +187,7 @@ def test_convex_solver_empirical_epsilon_within_claim(solver):
 def test_convex_solver_audit_detects_under_noised_solver(solver, under_noise):
     """Positive control: the same canary test flags each solver with 1/50 of its noise."""
     # objective perturbation's noise is far larger than the canary's gradient (as for two_stage in the
-    # sparse audit above), and a Frank-Wolfe selection on 12 rows sees the canary's score shift next to a
+    # sparse audit below), and a Frank-Wolfe selection on 12 rows sees the canary's score shift next to a
     # Gumbel scale sized for 7 selections: 1/50 of either still hides the canary; 1/1000 is still broken
     with under_noise(1 / (1000 if solver in ("obj_pert_svrg", "noisy_sfw") else UNDER)):
         s0, s1 = _stat_scores(solver)

@@ -14,7 +14,8 @@ from ._helpers import CORE_SOLVERS, make_clf, make_reg
 @pytest.mark.parametrize("solver", CORE_SOLVERS)
 def test_learns_something(clf_data, reg_data, solver):
     X, y = clf_data
-    assert make_clf(epsilon=5.0, solver=solver, alpha=0.01 if solver != "output_pert" else 0.1).fit(X, y).score(X, y) > 0.8
+    est = make_clf(epsilon=5.0, solver=solver, alpha=0.01 if solver != "output_pert" else 0.1)
+    assert est.fit(X, y).score(X, y) > 0.8
     Xr, yr = reg_data
     # obj_pert's squared-loss bound K (K M + B) needs a tight public coefficient ball
     assert make_reg(epsilon=10.0, solver=solver, coef_norm=2.0).fit(Xr, yr).score(Xr, yr) > 0.3
