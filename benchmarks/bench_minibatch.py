@@ -27,7 +27,7 @@ import numpy as np
 from sklearn.linear_model import Ridge
 from sklearn.metrics import r2_score
 
-import skdp.solvers._base as solver_base
+import skdp.solvers._problem as solver_base
 from skdp import DPRidge
 from skdp.solvers.sgd import NoisySGD
 

@@ -108,3 +108,24 @@ def test_planned_events_are_the_fit_plans_events():
     ledger = PrivacyLedger(10.0, 1e-3)
     est.fit(X, y2, privacy_ledger=ledger)
     assert repr(est.privacy_events_) == repr(planned)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.3, 1.0, 3.0])
+def test_a_fit_never_spends_more_than_its_epsilon(epsilon):
+    """The budget search runs once, on the plan's data-free view (a unit row bound where the bound is chosen in
+    the fit); the fit's events at the chosen bound must still price at or below epsilon, not a rounding above."""
+    rng = np.random.RandomState(1)
+    for n in (300, 1000, 3000):
+        Xn = rng.randn(n, 5)
+        yn = (Xn[:, 0] > 0).astype(int)
+        for est, target in [(DPLogisticRegression(epsilon, random_state=0), yn),
+                            (DPLogisticRegression(epsilon, solver="dp_svrg", random_state=0), yn),
+                            (DPLogisticRegression(epsilon, classes=[0, 1], random_state=0), yn),
+                            (DPRidge(epsilon, random_state=0), Xn[:, 0])]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    est.fit(Xn, target)
+                except ValueError:  # a regressor refuses where its private bounds cannot be reliable
+                    continue
+            assert est.privacy_spent_.epsilon <= epsilon, (n, est)

@@ -256,7 +256,7 @@ def test_rows_gathered_ahead_give_the_same_fit(monkeypatch, solver):
     left running after the fit."""
     import threading
 
-    import skdp.solvers._base as base
+    import skdp.solvers._problem as base
     from skdp import DPLogisticRegression, DPRidge
 
     rng = np.random.RandomState(3)
@@ -395,7 +395,7 @@ def test_prefetch_is_not_used_for_several_targets_and_stops_when_a_fit_raises(mo
     no worker thread behind, even while its exception (and so its suspended batch generator) is kept."""
     import threading
 
-    import skdp.solvers._base as base
+    import skdp.solvers._problem as base
     from skdp import DPRidge
 
     rng = np.random.RandomState(4)

@@ -8,7 +8,7 @@ here depends on timing.
 import numpy as np
 import pytest
 
-import skdp.solvers._base as solver_base
+import skdp.solvers._problem as solver_base
 from skdp.solvers import get_solver
 from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression,
                   DPSparseLogisticRegression)

@@ -5,7 +5,10 @@ import math
 from .accounting import calibrate, price
 from .budget import PrivacyBudget
 
-__all__ = ["basic_split", "largest_budget", "plan_after", "BUDGET_XTOL"]
+__all__ = ["basic_split", "largest_budget", "plan_after", "BUDGET_XTOL", "PLAN_MARGIN"]
+
+#: relative margin below ``epsilon`` that :func:`plan_after` aims at (see there)
+PLAN_MARGIN = 1e-12
 
 #: relative width (in ``log`` of the budget) to which :func:`largest_budget` locates the largest feasible budget;
 #: the budget returned is always feasible, and at most this much below the largest one
@@ -76,8 +79,10 @@ def plan_after(plan, pre_events, epsilon, delta):
     pre-events the answer is ``(epsilon, delta)``. Otherwise the release gets
     the ``delta`` that basic composition leaves it (:func:`basic_split`) and
     the largest epsilon for which the accountant prices the whole plan at no
-    more than ``epsilon`` (:func:`largest_budget`; the accountant composes
-    Gaussian and bounded-range events more tightly than by adding epsilons).
+    more than ``epsilon (1 - PLAN_MARGIN)`` (:func:`largest_budget`; the
+    accountant composes Gaussian and bounded-range events more tightly than
+    by adding epsilons; the margin absorbs the rounding between the plan's
+    data-free view and the fit's events).
     With ``delta = 0`` the basic split is exact and is returned.
 
     Returns
@@ -101,5 +106,8 @@ def plan_after(plan, pre_events, epsilon, delta):
             budgets[t] = PrivacyBudget(t, solver_delta)
         return list(pre_events) + list(plan(budgets[t]))
 
-    t = largest_budget(events_at, epsilon, delta, epsilon, lower=lo)
+    # the plan is made on a data-free view (a placeholder unit bound where the bound is chosen in the fit); the
+    # fit's events at the chosen bound price the same up to rounding (about 1e-15 relative), which this margin
+    # keeps below epsilon
+    t = largest_budget(events_at, epsilon * (1.0 - PLAN_MARGIN), delta, epsilon, lower=lo)
     return budgets[t] if t in budgets else PrivacyBudget(t, solver_delta)
