@@ -91,7 +91,7 @@ def ovr_budget(events_for, n_classes, budget, pre_events=(), delta=None):
     # a guess to narrow the search: k releases of mu/sqrt(k)-GDP compose to mu-GDP (exact for Gaussian releases)
     guess = gdp_epsilon(gdp_mu(float(budget.epsilon), delta_b) / math.sqrt(k), delta_c) if delta_c > 0 else None
     eps_c = largest_budget(events_at, target, delta, float(budget.epsilon), relation=budget.relation,
-                           lower=None if guess is None else 0.999 * guess)
+                           guess=guess)
     events_at(eps_c)
     return made[eps_c]
 

@@ -37,7 +37,7 @@ def basic_split(pre_events, epsilon, delta):
     return eps, delta
 
 
-def largest_budget(events_at, epsilon, delta, upper, *, lower=None, relation="replace_one"):
+def largest_budget(events_at, epsilon, delta, upper, *, lower=None, guess=None, relation="replace_one"):
     """Largest ``t`` in ``(0, upper]`` with ``price(events_at(t), delta).epsilon <= epsilon``: the one budget search.
 
     ``events_at(t)`` lists the events of a plan whose privacy loss does not
@@ -55,7 +55,11 @@ def largest_budget(events_at, epsilon, delta, upper, *, lower=None, relation="re
     of their budget.
 
     ``lower`` (optional): a ``t`` believed feasible (e.g. what basic
-    composition leaves), which narrows the search when the prices confirm it.
+    composition leaves), which narrows the search when the prices confirm it;
+    ``guess`` (optional): a ``t`` believed to be the answer (e.g. exact for
+    Gaussian releases composed by Gaussian DP), tried first in a bracket of
+    ``1e-6`` around it (the search widens from there when the prices say
+    otherwise).
 
     Returns
     -------
@@ -66,6 +70,8 @@ def largest_budget(events_at, epsilon, delta, upper, *, lower=None, relation="re
     if price(list(events_at(1.0 / p_upper)), delta, relation).budget.epsilon <= epsilon:
         return 1.0 / p_upper
     bracket = None if lower is None or not 0 < lower < upper else (p_upper, 1.0 / float(lower))
+    if guess is not None and 0 < guess < upper:
+        bracket = (1.0 / min(float(guess) * (1 + 1e-6), upper), 1.0 / (float(guess) * (1 - 1e-6)))
     p, _ = calibrate(lambda p: events_at(1.0 / p), epsilon, delta, relation=relation, initial=p_upper,
                      bracket=bracket, xtol=BUDGET_XTOL)
     return 1.0 / p
