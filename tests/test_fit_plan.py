@@ -129,3 +129,45 @@ def test_a_fit_never_spends_more_than_its_epsilon(epsilon):
                 except ValueError:  # a regressor refuses where its private bounds cannot be reliable
                     continue
             assert est.privacy_spent_.epsilon <= epsilon, (n, est)
+
+
+def _solvers_for(loss):
+    from skdp import list_solvers
+
+    return [r["solver"] for r in list_solvers() if loss in r["losses"] and r["constraint"] != "l0"]
+
+
+@pytest.mark.parametrize("solver", _solvers_for("logistic"))
+def test_with_public_bounds_the_fit_releases_exactly_its_planned_events(solver):
+    """Public bounds: the fit runs the plan's own solver plan (its public view is the planned one), so what it
+    releases is the plan, value for value, with and without a ledger."""
+    kw = dict(data_norm=2.0, classes=[0, 1], random_state=0, solver=solver)
+    if solver in ("noisy_sfw", "noisy_sfw_lp", "dp_accmd"):
+        kw["coef_norm"] = 5.0
+    est = DPLogisticRegression(1.0, **kw)
+    planned = est.planned_events(*X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y2)
+        assert est.privacy_events_ == planned
+        est.fit(X, y2, privacy_ledger=PrivacyLedger(10.0, 1e-3))
+    assert est.privacy_events_ == planned
+
+
+def test_a_solver_plan_is_reused_only_for_the_very_view_it_was_made_on():
+    """The fit reuses the plan's solver plan only when the problem's public view equals the planned one in every
+    field: a row bound, a penalty or a width that differs at all makes the fit plan again."""
+    import dataclasses
+
+    from skdp._plan import PublicFit, make_plan, same_public_view
+    from skdp.penalties import L2Penalty
+
+    plan = make_plan(DPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1]), PublicFit(*X.shape))
+    view = plan.view
+    assert same_public_view(view, dataclasses.replace(view))
+    for change in (dict(data_norm=view.data_norm * (1 + 1e-15)), dict(n_features=view.n_features + 1),
+                   dict(penalty=L2Penalty(view.penalty.alpha * 2)), dict(max_sample_weight=0.5),
+                   dict(options={"curvature": True})):
+        other = dataclasses.replace(view, **change)
+        assert not same_public_view(other, view), change
+        assert plan.solver_plan_for(plan.solver, other) is not plan.solver_plan_for(plan.solver, view), change
