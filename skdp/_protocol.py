@@ -41,7 +41,7 @@ from .exceptions import BudgetExceededError, UncertifiedSolutionError, WeakDelta
 from .privacy import PrivacyBudget, active_ledger, price
 from .solvers._problem import public_view
 
-__all__ = ["check_targets", "charge", "CHARGE_RTOL", "check_charged", "release", "N_ITER_STYLES", "n_iter_attribute",
+__all__ = ["check_targets", "charge", "check_charged", "release", "N_ITER_STYLES", "n_iter_attribute",
            "solve_and_release"]
 
 
@@ -125,11 +125,6 @@ def charge(estimator, X, privacy_ledger, plan=None, y=_NO_TARGETS):
     return planned
 
 
-#: relative rounding allowed by :func:`check_charged` (a plan priced with a placeholder bound, e.g. K = 1 for
-#: ``data_norm="auto"``, prices the same as the chosen bound's events up to floating-point rounding)
-CHARGE_RTOL = 1e-9
-
-
 def check_charged(estimator, events):
     """Make the ledger's record of this fit cover the ``events`` it ran, before anything is released.
 
@@ -142,7 +137,7 @@ def check_charged(estimator, events):
     (:func:`ovr_budget`) to cost at most the binary fit at the *estimator's*
     delta; at another delta ``k`` releases and one need not price alike (e.g.
     0.1% more for ``DPLinearSVC`` on three classes at a ledger delta of 1e-3,
-    fits at 1e-5). If they cost more (beyond ``CHARGE_RTOL``, rounding), the
+    fits at 1e-5). If they cost more (by any amount, a rounding included), the
     record is amended to the events that ran when the ledger's budget still
     holds (:meth:`~skdp.PrivacyLedger.amend`), so the ledger never understates
     what was released; otherwise the fitted attributes set so far are removed
@@ -158,7 +153,7 @@ def check_charged(estimator, events):
     budget = ledger.budget
     paid = price(planned, budget.delta, budget.relation).budget
     spent = price(list(events), budget.delta, budget.relation).budget
-    if spent.epsilon <= paid.epsilon * (1 + CHARGE_RTOL):
+    if spent.epsilon <= paid.epsilon and spent.delta <= paid.delta:
         return paid, spent
     try:
         ledger.amend(record_id, list(events))

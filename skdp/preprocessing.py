@@ -44,6 +44,7 @@ from ._imputer import DPSimpleImputer
 from ._pipeline import pipeline_privacy_spent, set_pipeline_budget
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.discrete import secure_selection_plan
+from .privacy.search import PLAN_MARGIN
 from .privacy.discrete import select
 from .privacy.quantile import (WIDE_SIGNED_GRID, cell_scores, grid_counts, private_feature_ranges_from_counts,
                                private_quantile_from_counts, range_quantile_level)
@@ -202,13 +203,16 @@ def _release_unit(k, eps0, epsilon, delta, mean_fraction):
     the releases together at ``epsilon`` (bisection on the same price,
     :func:`~skdp.privacy.calibrate`), so the fit costs what was asked, never more.
     """
-    base = calibrate_gaussian(1.0, epsilon, delta)
+    # the releases are built with their own sensitivities, which prices them a rounding away from these unit
+    # events: aim PLAN_MARGIN below epsilon so that the fit never reports a rounding above it
+    target = epsilon * (1.0 - PLAN_MARGIN)
+    base = calibrate_gaussian(1.0, target, delta)
     if k == 0:
         return base
     f = mean_fraction
     pre = [BoundedRangeEvent(eps0, k)]
     unit, _ = calibrate(lambda p: pre + [GaussianEvent(1.0, p / math.sqrt(f)), GaussianEvent(1.0, p / math.sqrt(1 - f))],
-                        epsilon, delta, initial=base)
+                        target, delta, initial=base)
     return unit
 
 

@@ -145,3 +145,20 @@ def test_histograms_audit_detects_under_noise(under_noise):
     with under_noise(0.4):
         s0, s1 = _histogram_scores(MU, 0, N_DRAWS), _histogram_scores(MU, 1, N_DRAWS)
     assert empirical_mu_lower_bound(s0, s1) > MU
+
+
+def test_a_row_stored_with_repeated_sparse_entries_moves_the_counts_by_at_most_the_sensitivity():
+    """CSR built from raw (data, indices, indptr) may hold a column twice in one row; the histogram counts the
+    row's value once, so replacing that row moves the counts by at most sqrt(2 d) (replace-one, public n)."""
+    import math
+
+    import scipy.sparse as sp
+
+    from skdp.privacy.quantile import feature_bin_counts
+
+    d, n = 3, 20
+    dense = np.zeros((n, d))
+    base = sp.csr_matrix(dense)
+    repeated = sp.csr_matrix((np.ones(50), np.zeros(50, dtype=int), np.r_[0, np.full(n, 50)]), shape=(n, d))
+    moved = np.linalg.norm(feature_bin_counts(repeated) - feature_bin_counts(base))
+    assert moved <= math.sqrt(2 * d) + 1e-12, moved

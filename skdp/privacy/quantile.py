@@ -357,7 +357,8 @@ def feature_bin_counts(X, edges=SCALE_EDGES):
     n, d = X.shape
     m = edges.size + 1
     if sparse.issparse(X):  # the stored entries, then every column's implicit zeros in the bin that holds 0
-        Xc = sparse.csc_matrix(X)
+        Xc = sparse.csc_matrix(X, copy=True)
+        Xc.sum_duplicates()  # one value per row and column: a row stored with repeated entries counts once
         cols = np.repeat(np.arange(d), np.diff(Xc.indptr))
         keys = cols * m + np.searchsorted(edges, Xc.data, side="right")
         out = np.bincount(keys, minlength=d * m).reshape(d, m).astype(float)
