@@ -6,7 +6,7 @@ Every skdp estimator's ``fit`` reads as
    facts of the fit (:class:`PublicFit`: the parameters, ``n``, ``d``, the
    number of targets, the parties' sizes): the solver or mechanism, the
    private bound selections and their budget shares, the budget of the main
-   release (one budget search, :func:`skdp.privacy.largest_budget`) and
+   release (one budget search, :func:`skdp.privacy.search.largest_budget`) and
    the events the fit will release;
 2. **charge** -- :func:`skdp._protocol.charge` charges the plan's events to
    the explicit or active ledger;
@@ -37,16 +37,15 @@ class PublicFit:
 
     ``n_features`` is the raw number of columns (``None`` when the plan is
     asked for without it), ``n_targets`` the columns of a 2-D ``y`` (``None``:
-    a 1-D ``y``), ``n_classes`` the number of classes when it is public
-    (given ``classes``), ``parties`` the public row counts of a multi-party
-    fit, ``reduced_rows`` whether the rows are only read by reductions where
+    a 1-D ``y``), ``parties`` the public row counts of a multi-party fit
+    (the estimator's public class set is read from its parameters),
+    ``reduced_rows`` whether the rows are only read by reductions where
     they live (a Dask fit: no release that needs them in memory is planned).
     """
 
     n_samples: int
     n_features: int = None
     n_targets: int = None
-    n_classes: int = None
     parties: tuple = None
     #: the rows are read by reductions where they live (Dask), never held in this process
     reduced_rows: bool = False
