@@ -123,7 +123,7 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
         return made[-1][1].events
 
     budget = plan_after(events, pre_events, epsilon, delta)
-    return budget, next((sp for b, sp in made if b is budget), None)
+    return budget, next((made_plan for b, made_plan in made if b is budget), None)
 
 
 class DPLinearModel(BaseEstimator):
@@ -389,7 +389,8 @@ class DPLinearModel(BaseEstimator):
         rng = fit_randomness(self) if rng is None else rng
         warn_unreliable_selection(self.epsilon, self._n_auto_selections(plan.public.n_targets), X.shape[0])
         pre_events = list(pre_events)
-        self.feature_center_ = self.feature_scale_ = self.feature_box_ = None
+        if "feature_scaling" in self.get_params():
+            self.feature_center_ = self.feature_scale_ = self.feature_box_ = None
         mu_s = plan.spec.get("scaling_mu")
         scale_events = []
         if mu_s is not None:
@@ -435,7 +436,7 @@ class DPLinearModel(BaseEstimator):
         self.intercept_scaling_ = bounded.intercept_scaling
         if "feature_clip" in self.get_params():
             self.feature_clip_ = radius
-            if self.feature_scale_ is not None and radius is not None:
+            if getattr(self, "feature_scale_", None) is not None and radius is not None:
                 # the clip in the user's units: a box per feature, centre -+ radius * scale
                 self.feature_box_ = (self.feature_center_ - radius * self.feature_scale_,
                                      self.feature_center_ + radius * self.feature_scale_)
