@@ -48,11 +48,11 @@ def largest_budget(events_at, epsilon, delta, upper, *, lower=None, guess=None, 
     bracketed by factors of 4 from ``upper`` (or by ``lower``), located with
     Brent's method to :data:`BUDGET_XTOL` and stepped to the private side
     with the price that reports the fit, so the returned ``t`` is always
-    feasible. Every "largest
-    budget within epsilon" in skdp goes through it: a solver's share after
-    its bound choices (:func:`plan_after`), the per-class budget of
-    one-vs-rest fits (:func:`skdp._ovr.ovr_budget`) and the scalers' split
-    of their budget.
+    feasible. Every "largest budget within epsilon" in skdp goes through it:
+    a solver's share after its bound choices (:func:`plan_after`) and the
+    per-class budget of one-vs-rest fits (:func:`skdp._ovr.ovr_budget`); the
+    scalers split their budget with the same calibration, on their noise
+    directly.
 
     ``lower`` (optional): a ``t`` believed feasible (e.g. what basic
     composition leaves), which narrows the search when the prices confirm it;
