@@ -162,3 +162,25 @@ def test_a_row_stored_with_repeated_sparse_entries_moves_the_counts_by_at_most_t
     repeated = sp.csr_matrix((np.ones(50), np.zeros(50, dtype=int), np.r_[0, np.full(n, 50)]), shape=(n, d))
     moved = np.linalg.norm(feature_bin_counts(repeated) - feature_bin_counts(base))
     assert moved <= math.sqrt(2 * d) + 1e-12, moved
+
+
+def test_the_map_is_read_from_the_released_histograms_only(monkeypatch):
+    """Two neighbouring datasets whose exact quartiles fall in different bins, given the same released (noisy)
+    histograms, get the same map: the centre and scale are post-processing of the release, never of the rows."""
+    import skdp.bounds as bounds_module
+    from skdp.bounds import private_feature_scaling
+    from skdp.privacy.quantile import SCALE_EDGES, feature_bin_counts
+
+    rng = np.random.RandomState(0)
+    Xa = np.column_stack([rng.uniform(-1, 1, 8), rng.uniform(500, 2000, 8)])
+    Xb = Xa.copy()
+    Xb[np.argsort(Xa[:, 1])[1:3], 1] = 5000.0  # two rows: the exact first quartile of column 1 moves bins
+    assert not np.array_equal(feature_bin_counts(Xa), feature_bin_counts(Xb))
+    released = feature_bin_counts(Xa)
+    monkeypatch.setattr(bounds_module, "private_feature_histograms",
+                        lambda X, mu, rng, edges=SCALE_EDGES: (released.copy(), GaussianEvent(2.0, 2.0 / mu)))
+    centre_a, scale_a, _ = private_feature_scaling(Xa, 1e6, np.random.RandomState(1))
+    centre_b, scale_b, _ = private_feature_scaling(Xb, 1e6, np.random.RandomState(1))
+    assert scale_a is not None
+    np.testing.assert_array_equal(centre_a, centre_b)
+    np.testing.assert_array_equal(scale_a, scale_b)

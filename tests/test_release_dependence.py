@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier
 
-from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSparseLinearRegression,
-                  DPSparseLogisticRegression, DPStandardScaler)
+from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSimpleImputer,
+                  DPSparseLinearRegression, DPSparseLogisticRegression, DPStandardScaler)
 from skdp import audit as _audit
 from skdp.audit import _fit_recorded, _invert_objectives, _replay_of, _solver_cases
 from skdp.distributed import MultiPartyDPLogisticRegression
@@ -144,12 +144,15 @@ def test_the_comparison_sees_every_kind_of_difference():
 # ------------------------------------------------------------------------------------------
 # the two worlds
 # ------------------------------------------------------------------------------------------
-def _worlds(task, n=60, d=2, far=1.0, classes=2, row=0):
+def _worlds(task, n=60, d=2, far=1.0, classes=2, row=0, scale=None):
     """World A: ``n`` rows of norm at most 0.9; world B: row ``row`` replaced by one of norm ``far`` pointing the
-    other way, with the opposite label (regression: label ``-far * sign``; classification: the next class)."""
+    other way, with the opposite label (regression: label ``-far * sign``; classification: the next class).
+    ``scale``: the columns' scales (raw, unstandardised features), applied to both worlds."""
     rng = np.random.RandomState(0)
     X = rng.uniform(-1.0, 1.0, (n, d))
     X *= 0.9 / np.maximum(np.linalg.norm(X, axis=1), 0.9)[:, None]
+    if scale is not None:
+        X *= np.asarray(scale, dtype=float)
     if task == "reg":
         y = np.clip(X @ np.linspace(0.8, -0.5, d) + 0.1 * rng.randn(n), -1.0, 1.0)
         new_label = -far * math.copysign(1.0, y[row])
@@ -285,6 +288,9 @@ ESTIMATORS = {
     "obj_pert_weighted": (DPLogisticRegression(epsilon=2.0, solver="obj_pert", classes=[0, 1], data_norm=1.0,
                                                alpha=1.0, fit_intercept=False), "clf", 90, {"weighted": True,
                                                                                            "far": 1.0}),
+    # feature_scaling="auto" at a budget where it is planned: the histograms' release and the map read from them
+    "logistic_feature_scaling": (DPLogisticRegression(epsilon=1000.0), "clf", 400, {"scale": (1.0, 1000.0)}),
+    "simple_imputer_mean": (DPSimpleImputer(epsilon=4.0, bounds=(-2.0, 2.0)), "reg", 300, {}),
     "multiparty_grad": (MultiPartyDPLogisticRegression(epsilon=2.0, n_parties=3, max_iter=3), "clf", 200,
                         {"far": 1.0}),
     "multiparty_output": (MultiPartyDPLogisticRegression(epsilon=2.0, solver="mpc_output_pert", alpha=0.1,
