@@ -184,3 +184,20 @@ def test_the_map_is_read_from_the_released_histograms_only(monkeypatch):
     assert scale_a is not None
     np.testing.assert_array_equal(centre_a, centre_b)
     np.testing.assert_array_equal(scale_a, scale_b)
+
+
+def test_histogram_noise_scale_matches_an_independent_derivation():
+    """sigma = sqrt(2 d) / mu_s, mu_s = sqrt(0.02) mu*(epsilon, delta), mu* the Gaussian-DP parameter solved here
+    from delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong, Roth and Su 2022), not skdp's."""
+    import math
+
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    epsilon, delta, d = 50.0, 1e-5, 7
+    mu_star = brentq(lambda mu: norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+                     - delta, 1e-3, 100.0, xtol=1e-14)
+    event = DPLogisticRegression(epsilon=epsilon, delta=delta, classes=[0, 1]).planned_events(20000, d)[0]
+    assert isinstance(event, GaussianEvent)
+    assert event.sensitivity == pytest.approx(math.sqrt(2 * d), rel=1e-12)
+    assert event.sigma == pytest.approx(math.sqrt(2 * d) / (math.sqrt(0.02) * mu_star), rel=1e-8)
