@@ -19,7 +19,7 @@ from skdp import DPLogisticRegression, PrivacyLedger
 from skdp._plan import PublicFit, make_plan
 from skdp._predict import clip_to_box
 from skdp._utils import width_free_events
-from skdp.bounds import feature_scaling_mu
+from skdp._feature_scaling import feature_scaling_mu
 from skdp.privacy import GaussianEvent, price
 from skdp.privacy.quantile import SCALE_EDGES, feature_bin_counts, private_feature_histograms
 
@@ -167,8 +167,8 @@ def test_a_row_stored_with_repeated_sparse_entries_moves_the_counts_by_at_most_t
 def test_the_map_is_read_from_the_released_histograms_only(monkeypatch):
     """Two neighbouring datasets whose exact quartiles fall in different bins, given the same released (noisy)
     histograms, get the same map: the centre and scale are post-processing of the release, never of the rows."""
-    import skdp.bounds as bounds_module
-    from skdp.bounds import private_feature_scaling
+    import skdp._feature_scaling as bounds_module
+    from skdp._feature_scaling import private_feature_scaling
     from skdp.privacy.quantile import SCALE_EDGES, feature_bin_counts
 
     rng = np.random.RandomState(0)

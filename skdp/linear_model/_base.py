@@ -16,8 +16,8 @@ from .._classes import class_selection_events, zero_inactive_rows
 from .._protocol import solve_and_release
 from .._warnings import caller_stacklevel as _caller_stacklevel
 from ..privacy.search import plan_after
-from ..bounds import (bound_features, clipped_row_norms, feature_scaling_mu, private_feature_scaling,
-                      private_row_bound, raw_row_bound, row_norms)
+from .._feature_scaling import feature_scaling_mu, private_feature_scaling
+from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, GaussianEvent
@@ -329,7 +329,7 @@ class DPLinearModel(BaseEstimator):
 
         Public facts only: the parameter, ``data_norm="auto"`` (a given
         ``data_norm`` is in the user's units, so those rows are not rescaled),
-        ``n``, ``epsilon`` and ``delta`` (:func:`skdp.bounds.feature_scaling_mu`);
+        ``n``, ``epsilon`` and ``delta`` (:func:`skdp._feature_scaling.feature_scaling_mu`);
         never the width, so the price is the same at every width. Not with rows
         read by reductions where they live (Dask).
         """
