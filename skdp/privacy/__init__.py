@@ -4,16 +4,18 @@ Every formula used here is from a published result, cited where it is used;
 the skdp documentation page :doc:`/user_guide/accounting` collects them.
 """
 
-from .accounting import (
-    DEFAULT_RDP_ORDERS,
-    PrivacyReport,
+from .calibration import (
     calibrate,
     calibrate_bounded_range,
     calibrate_gaussian,
+    generalized_gaussian_sigma,
+    gumbel_scale,
     pure_noise_scale,
     weight_coordinate_scale,
-    gumbel_scale,
-    generalized_gaussian_sigma,
+)
+from .accounting import (
+    DEFAULT_RDP_ORDERS,
+    PrivacyReport,
     classic_gaussian_sigma,
     gdp_delta,
     gdp_epsilon,

@@ -60,7 +60,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .accounting import gumbel_scale
+from .calibration import gumbel_scale
 from .events import PureDPEvent, ZCDPEvent
 from .mechanisms import _m, _out, _record, _selected, report_noisy_max
 

@@ -2,7 +2,8 @@
 
 import math
 
-from .accounting import calibrate, price
+from .accounting import price
+from .calibration import calibrate
 from .budget import PrivacyBudget
 
 __all__ = ["basic_split", "largest_budget", "plan_after", "BUDGET_XTOL", "PLAN_MARGIN"]
