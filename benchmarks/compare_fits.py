@@ -76,6 +76,8 @@ from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DP
                   DPRidge, DPSparseLinearRegression, DPSparseLogisticRegression, DPStandardScaler,
                   PrivacyLedger)
 from skdp.distributed import MultiPartyDPLogisticRegression  # noqa: E402
+from skdp.preprocessing import DPSimpleImputer  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
 
 try:
     import dask
@@ -102,7 +104,9 @@ def _ball(name, **kw):
 
 
 def _arrays(est):
-    """The stored record of a fitted estimator: name -> ndarray."""
+    """The stored record of a fitted estimator (a pipeline: of each step, prefixed): name -> ndarray."""
+    if hasattr(est, "steps"):
+        return {f"{step}.{k}": v for step, part in est.steps for k, v in _arrays(part).items()}
     rec = {}
     for name, val in sorted(vars(est).items()):
         if not name.endswith("_") or name.startswith("_") or name in ("noise_scale_", "privacy_spent_",
@@ -110,7 +114,7 @@ def _arrays(est):
             continue
         if isinstance(val, np.ndarray):
             rec[name] = val
-        elif isinstance(val, list) and val and all(isinstance(v, np.ndarray) for v in val):
+        elif isinstance(val, (list, tuple)) and val and all(isinstance(v, np.ndarray) for v in val):
             for i, v in enumerate(val):
                 rec[f"{name}[{i}]"] = v
     for name, val in list(rec.items()):
@@ -256,6 +260,25 @@ def save(path):
     rec("minmax/public_range", DPMinMaxScaler(1.0, bounds=(0, 10), feature_range=(-1, 1), random_state=0), Xu)
     rec("onehot/auto", DPOneHotEncoder(epsilon=1.0, sparse_output=False, random_state=0), Xcat)
     rec("onehot/given", DPOneHotEncoder(categories=[["a", "b", "c", "z"], ["x", "y"]], random_state=0), Xcat)
+    # missing values: the imputer's strategies, and NaN passed through the scalers
+    Xnan = Xu.copy()
+    Xnan[rng.rand(n, 3) < 0.1] = np.nan
+    for strategy in ("mean", "median", "most_frequent", "constant"):
+        kw = dict(fill_value=0.0) if strategy == "constant" else dict(bounds=(0, 10)) if strategy == "mean" else {}
+        if strategy == "most_frequent":
+            rec("impute/most_frequent", DPSimpleImputer(strategy, random_state=0), np.round(Xnan))
+            continue
+        rec(f"impute/{strategy}", DPSimpleImputer(strategy, random_state=0, **kw), Xnan)
+    rec("impute/mean_public", DPSimpleImputer("mean", bounds=(0, 10), add_indicator=True, random_state=0), Xnan)
+    rec("std/nan", DPStandardScaler(1.0, random_state=0), Xnan)
+    rec("minmax/nan", DPMinMaxScaler(1.0, bounds=(0, 10), random_state=0), Xnan)
+    # raw feature scales: the private feature-scaling histograms are released and the map applied
+    Xraw = X * np.array([1.0, 1000.0, 1.0, 0.01, 1.0, 50.0, 1.0, 1.0])
+    rec("log/feature_scaling", DPLogisticRegression(1000.0, random_state=0), Xraw, yc)
+    rec("log/feature_scaling_cls", DPLogisticRegression(1000.0, classes=[0, 1], random_state=0), Xraw, y3 > 0)
+    # a pipeline with a private scaler in front (its budget split by the planner)
+    rec("pipe/std_log", make_pipeline(DPStandardScaler(0.5, random_state=0), DPLogisticRegression(0.5, random_state=1)),
+        Xraw, yc)
 
     # --- multi-party --------------------------------------------------------------------------
     Xm = X / np.max(np.linalg.norm(X, axis=1))
