@@ -115,6 +115,9 @@ class DaskRows:
     the chunk shapes.
     """
 
+    #: the rows are read by reductions where they live (see :class:`skdp._plan.PublicFit`)
+    reduced_rows = True
+
     def __init__(self, X, y=None, *, y_name="y"):
         """``y_name=None``: no targets (a transformer's fit)."""
         dask = _dask()

@@ -167,8 +167,12 @@ def public_fit(X, **facts):
     """The :class:`PublicFit` of a fit on ``X`` (only its shape is read) with the further public ``facts``.
 
     ``None`` when ``X`` has no readable 2-D shape or no row or column: the
-    fit's input checks then raise the proper error.
+    fit's input checks then raise the proper error. Rows read where they
+    live (``X.reduced_rows``, a :class:`~skdp._dask.DaskRows`) give their
+    public ``n`` and ``d`` and plan no release that needs them in memory.
     """
+    if getattr(X, "reduced_rows", False):
+        return PublicFit(int(X.n), int(X.d), reduced_rows=True, **facts)
     try:
         n_samples, n_features = _num_samples(X), _num_features(X)
     except TypeError:

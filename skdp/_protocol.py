@@ -1,12 +1,15 @@
-"""The fit protocol every skdp estimator follows, around its :class:`~skdp._plan.FitPlan`.
+"""The two steps of every fit that touch the ledger and the privacy attributes: charge, and release.
+
+:func:`skdp._fit.private_fit` (the one fit protocol) calls them around the
+estimator's own steps:
 
 1. :func:`charge` -- before the data is touched, the plan's events
    (:func:`skdp._plan.make_plan`, computed from public quantities only) are
    charged to the explicit or active :class:`~skdp.PrivacyLedger`, together
    with the fit's noise source;
-2. the estimator selects its private bounds, bounds the rows and runs the
-   plan's mechanism (a solver, a scaler's noisy statistics, a secure
-   aggregation);
+2. the estimator reads the rows, selects its private bounds, bounds the rows
+   and runs the plan's mechanism (a solver, a scaler's noisy statistics, a
+   secure aggregation);
 3. :func:`release` -- with a ledger, the record of the fit must cover the
    events that ran (:func:`check_charged`: amended if they cost more than
    the plan and the budget allows, else nothing is released); the
@@ -36,17 +39,15 @@ from . import diagnostics
 from ._classes import check_class_set, refuse_unknown_labels
 from ._plan import make_plan, public_fit
 from ._random import noise_source
-from ._warnings import caller_stacklevel as _caller_stacklevel, warn_heavy_clipping
-from .exceptions import BudgetExceededError, UncertifiedSolutionError, WeakDeltaWarning
+from ._warnings import caller_stacklevel as _caller_stacklevel
+from .exceptions import BudgetExceededError, WeakDeltaWarning
 from .privacy import PrivacyBudget, active_ledger, price
-from .solvers._problem import public_view
 
-__all__ = ["check_targets", "charge", "check_charged", "release", "N_ITER_STYLES", "n_iter_attribute",
-           "solve_and_release"]
+__all__ = ["NO_TARGETS", "check_targets", "charge", "check_charged", "release", "N_ITER_STYLES", "n_iter_attribute"]
 
 
-#: ``charge(..., y=_NO_TARGETS)``: the caller validates ``y`` itself (a scaler, a distributed fit)
-_NO_TARGETS = object()
+#: ``charge(..., y=NO_TARGETS)``: the caller validates ``y`` itself (a transformer, rows read where they live)
+NO_TARGETS = object()
 
 
 def check_targets(estimator, X, y):
@@ -86,7 +87,7 @@ def check_targets(estimator, X, y):
             refuse_unknown_labels(np.unique(y), classes)
 
 
-def charge(estimator, X, privacy_ledger, plan=None, y=_NO_TARGETS):
+def charge(estimator, X, privacy_ledger, plan=None, y=NO_TARGETS):
     """Charge ``estimator``'s planned fit on ``X`` to the explicit or active ledger.
 
     Runs before the data is used by any mechanism: ``plan`` is the fit's
@@ -100,7 +101,7 @@ def charge(estimator, X, privacy_ledger, plan=None, y=_NO_TARGETS):
     shape of ``X`` (:func:`skdp._plan.make_plan`). Returns the planned
     events, or ``None`` when there is no ledger.
     """
-    if y is not _NO_TARGETS:
+    if y is not NO_TARGETS:
         check_targets(estimator, X, y)
     public = plan.public if plan is not None else public_fit(X)
     if plan is None and public is not None:  # a transformer: planned here, once per fit
@@ -246,33 +247,3 @@ def n_iter_attribute(estimator, n_iter, solver=None, n_outputs=1):
     if solver is not None and not getattr(solver, "iterative", True):
         return None
     return np.full(int(n_outputs), n_iter, dtype=np.int32)
-
-
-def solve_and_release(estimator, solver, problem, plan, rng, *, pre_events=(), derived=False, n_clipped=None,
-                      **diagnostic_values):
-    """Run ``solver`` on the bounded ``problem`` and :func:`release` what it and the bound choices released.
-
-    ``plan`` is the fit's :class:`~skdp._plan.FitPlan`: the solver runs at its
-    budget, with the solver plan made while planning where the problem's
-    public view is the planned one (else planned once more on that view).
-    ``pre_events`` are the events of the private bound choices made before
-    (with the same generator ``rng``). Nothing is set if the solver raises;
-    the exact numbers behind a refusal (:class:`~skdp.exceptions.UncertifiedSolutionError`)
-    go to :func:`~skdp.fit_diagnostics`, never into the error's message.
-    Returns the :class:`~skdp.solvers.SolverResult`.
-    """
-    solver_plan = plan.solver_plan_for(solver, public_view(problem))
-    try:
-        if solver_plan is None:  # a solver that plans inside its own solve
-            result = solver.solve(problem, plan.budget, rng)
-        else:
-            result = solver.solve(problem, plan.budget, rng, plan=solver_plan)
-    except UncertifiedSolutionError as exc:
-        diagnostics.record(estimator, **exc.__dict__.pop("_diagnostics", {}))
-        raise
-    warn_heavy_clipping(estimator, problem.n, n_rows_clipped=n_clipped,
-                        n_labels_clipped=diagnostic_values.get("n_labels_clipped"))
-    release(estimator, list(pre_events) + list(result.events), derived=derived, noise_scale=result.noise_scale,
-            result=result, solver=solver, n_clipped=n_clipped, n_outputs=getattr(problem, "n_outputs", 1),
-            **diagnostic_values)
-    return result

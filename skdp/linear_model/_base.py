@@ -1,31 +1,34 @@
 """Shared machinery of the DP linear models: validation, bounding, solving, accounting."""
 
+import dataclasses
 import math
 import warnings
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _num_samples, validate_data
 
+from .._dask import DaskDesign, DaskProblem, check_solver, refuse_none, set_features
+from .._fit import run_solver
 from .._plan import FitPlan, PublicFit, follows_plan_protocol, make_plan, public_fit
-from .._random import fit_randomness
 from .._classes import class_selection_events, zero_inactive_rows
-from .._protocol import solve_and_release
 from .._warnings import caller_stacklevel as _caller_stacklevel
 from ..privacy.search import plan_after
 from .._feature_scaling import feature_scaling_mu, private_feature_scaling
-from ..bounds import bound_features, clipped_row_norms, private_row_bound, raw_row_bound, row_norms
-from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, weight_bound
+from ..bounds import (augmented_row_bound, bound_features, clipped_row_norms, private_row_bound, raw_row_bound,
+                      row_norms)
+from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, sample_weights, weight_bound
 from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, GaussianEvent
-from ..privacy.quantile import DEFAULT_SIGNED_GRID
+from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile_from_counts
 from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
 
-__all__ = ["DPLinearModel", "selection_epsilon", "solver_budget", "warn_unreliable_selection",
+__all__ = ["DPLinearModel", "LinearData", "selection_epsilon", "solver_budget", "warn_unreliable_selection",
            "refuse_unreliable_selection"]
 
 #: candidates of the largest public grid a bound selection uses, and the failure probability
@@ -124,6 +127,37 @@ def solver_budget(solver, problem, pre_events, epsilon, delta):
 
     budget = plan_after(events, pre_events, epsilon, delta)
     return budget, next((made_plan for b, made_plan in made if b is budget), None)
+
+
+@dataclass
+class LinearData:
+    """The validated input of a linear model's fit (``_read``), and the rows in the chosen feature units.
+
+    ``X`` is the validated array or CSR matrix, or the rows read where they
+    live (a :class:`~skdp._dask.DaskRows`, ``reduced``), whose first pass
+    gave ``counts`` on the public grids; ``weights`` the row weights
+    (``None``: all 1). ``bounded_rows`` and ``norms`` are set by the bound
+    choices (the rows after the private feature map, and their norms).
+    """
+
+    X: object
+    y: object = None
+    weights: object = None
+    counts: dict = field(default_factory=dict)
+    bounded_rows: object = None
+    norms: object = None
+
+    @property
+    def reduced(self):
+        return getattr(self.X, "reduced_rows", False)
+
+    @property
+    def n(self):
+        return self.X.n if self.reduced else self.X.shape[0]
+
+    @property
+    def d(self):
+        return self.X.d if self.reduced else self.X.shape[1]
 
 
 class DPLinearModel(BaseEstimator):
@@ -372,75 +406,152 @@ class DPLinearModel(BaseEstimator):
         """``(budget, solver_plan)`` of the solver (see :func:`solver_budget`)."""
         return solver_budget(solver, view, pre_events, self.epsilon, self.delta)
 
-    def _fit_problem(self, plan, X, y_encoded, loss, n_outputs, solver, *, label_bound=None, coef_norm=None,
-                     data_derived=False, clip_norm=None, rng=None, pre_events=(), active=None, sample_weight=None):
-        """Bound X, run the solver at the plan's budget, price what it released, and set fitted attributes.
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    #: the bounds that rows read where they live (Dask) need given publicly or chosen privately, never read
+    _reduced_public_bounds = ("data_norm",)
 
-        ``plan`` is the fit's :class:`~skdp._plan.FitPlan`; ``sample_weight``:
-        the rows' weights from :func:`skdp._weights.row_weights` (``None``: all 1).
+    def _public_facts(self, X, y):
+        """Public facts of the fit besides the shape of ``X`` (e.g. a 2-D ``y``'s columns); no row is read."""
+        return {}
 
-        ``rng`` is the fit's single generator (bound selections made before this
-        call must have drawn from it, and ``pre_events`` are their events).
-        ``active`` (``classes="auto"``): boolean mask of the rows whose label was
-        selected; the other rows are kept (n is public) with their augmented
-        row, intercept column included, set to zero, so their loss is a
-        constant and their gradient zero in every solver, and no bound changes.
+    def _plan_fit(self, X, y, sample_weight=None):
+        """The fit's :class:`~skdp._plan.FitPlan`, with the refusals that need no row (see :mod:`skdp._fit`)."""
+        self._check_privacy_params()
+        reduced = getattr(X, "reduced_rows", False)
+        if reduced:  # rows read where they live: every pass a reduction, so no bound may be read from them
+            for name in self._reduced_public_bounds:
+                refuse_none(self, name)
+        plan = self._fit_plan(X, **self._public_facts(X, y))  # public facts only: before any row is read
+        if reduced:
+            check_solver(self, plan.solver)
+        return plan
+
+    def _read(self, plan, X, y, sample_weight=None):
+        """The validated rows (:class:`LinearData`); rows read where they live get their first pass's counts."""
+        if getattr(X, "reduced_rows", False):
+            set_features(self, X)
+            return LinearData(X, counts=self._first_pass(X))
+        classifier = is_classifier(self)
+        n_targets = None if plan is None else plan.public.n_targets
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             y_numeric=not classifier, multi_output=n_targets is not None)
+        if classifier:  # refused before the label-set selection spends
+            return LinearData(X, y, sample_weights(self, sample_weight, X))
+        return LinearData(X, np.asarray(y, dtype=np.float64), row_weights(self, sample_weight, X))
+
+    def _select_row_bound(self, plan, data, rng, bounds):
+        """The shared bound choices, after the estimator's own (label set, label ranges) in ``bounds``.
+
+        ``feature_scaling="auto"``: the private per-feature histograms (planned
+        first; :func:`skdp._feature_scaling.private_feature_scaling`), whose map
+        ``z = (x - centre) / scale`` is applied to every column before the row
+        bound; ``data_norm="auto"``: the private row bound. Their events go
+        before ``bounds.events``, in the plan's order. Returns ``bounds``.
         """
-        rng = fit_randomness(self) if rng is None else rng
-        warn_unreliable_selection(self.epsilon, self._n_auto_selections(plan.public.n_targets), X.shape[0])
-        pre_events = list(pre_events)
-        if "feature_scaling" in self.get_params():
-            self.feature_center_ = self.feature_scale_ = self.feature_box_ = None
+        n, d = data.n, data.d
+        warn_unreliable_selection(self.epsilon, self._n_auto_selections(plan.public.n_targets), n)
+        values, scale_events = bounds.values, []
+        values["feature_map"] = None
         mu_s = plan.spec.get("scaling_mu")
-        scale_events = []
-        if mu_s is not None:
-            # private per-feature histograms (one Gaussian release, planned first), then a fixed affine map of
-            # every column, z = (x - centre) / scale, before the row bound; coef_ is mapped back (_split_coef)
+        X = data.X
+        if mu_s is not None:  # a fixed affine map of every column, from the noisy histograms (post-processing)
             centre, scale, scale_event = private_feature_scaling(X, mu_s, rng)
             scale_events = [scale_event]
             if scale is not None:
                 X = X.multiply(1.0 / scale).tocsr() if sp.issparse(X) else (X - centre) / scale
-                self.feature_center_, self.feature_scale_ = centre, scale
-        data_norm = self.data_norm
-        fraction = self._intercept_fraction_for(X.shape[1])
-        norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
-        if data_norm == "auto":
-            data_norm, bound_event = private_row_bound(
-                X, plan.selection_epsilon, rng, norms=norms, quantile=self._auto_norm_quantile,
-                factor=self._auto_norm_factor_for(X.shape[0]),
-                fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-                intercept_fraction=fraction, secure=selection_secure_option(self.solver_options))
-            pre_events = [bound_event] + pre_events
-        pre_events = scale_events + pre_events  # the plan's order: scaling, row bound, label set
+                values["feature_map"] = (centre, scale)
+        data.bounded_rows = X
+        data_norm, bound_events = self.data_norm, []
+        fraction = self._intercept_fraction_for(d)
+        secure = selection_secure_option(self.solver_options)
+        if data_norm == "auto" and data.reduced:  # the norms' counts on the public grid, from the first pass
+            value, event = private_quantile_from_counts(data.counts["norms"], n, self._auto_norm_quantile,
+                                                        plan.selection_epsilon, rng, DEFAULT_NORM_GRID, secure)
+            data_norm = augmented_row_bound(value * self._auto_norm_factor_for(n), self.fit_intercept,
+                                            self.intercept_scaling, fraction)
+            bound_events = [event]
+        elif not data.reduced:
+            data.norms = row_norms(X)  # once per fit: the private bound and the clipping both use them
+            if data_norm == "auto":
+                data_norm, event = private_row_bound(
+                    X, plan.selection_epsilon, rng, norms=data.norms, quantile=self._auto_norm_quantile,
+                    factor=self._auto_norm_factor_for(n), fit_intercept=self.fit_intercept,
+                    intercept_scaling=self.intercept_scaling, intercept_fraction=fraction, secure=secure)
+                bound_events = [event]
+        bounds.events = scale_events + bound_events + list(bounds.events)  # the plan's order
+        values["data_norm"] = data_norm
+        return bounds
+
+    def _bound_and_solve(self, plan, data, bounds, rng, loss, n_outputs, solver, *, y=None, targets=None,
+                         label_bound=None, coef_norm=None, derived=False, active=None, sample_weight=None):
+        """Bound the rows as chosen and run ``solver`` at the plan's budget (:func:`skdp._fit.run_solver`).
+
+        In memory the bounded design is lazy (no copy of ``X``); ``active``
+        (``classes="auto"``): the rows whose label was selected, the others
+        kept (``n`` is public) with their augmented row set to zero, so their
+        loss is a constant and their gradient zero in every solver, and no
+        bound changes. Rows read where they live are bounded block by block
+        (a :class:`~skdp._dask.DaskDesign` with the estimator's ``targets``
+        encoding). ``derived``: a bound of the targets was read from the data.
+        """
+        n, d = data.n, data.d
+        data_norm = bounds.values["data_norm"]
+        fraction = self._intercept_fraction_for(d)
         radius = None
         if data_norm is not None:
             radius = self._feature_clip_radius(
-                raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), X.shape[1])
-            if radius is not None:  # winsorise every feature: lazily, in the design's passes (no copy)
-                norms = clipped_row_norms(X, radius)
-        bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction, norms=norms,
-                                 lazy=True, feature_clip=radius)
-        if active is not None:
-            bounded = zero_inactive_rows(bounded, active)
+                raw_row_bound(data_norm, self.fit_intercept, self.intercept_scaling, fraction), d)
         price_with = getattr(solver, "price_with", None)
         if price_with is not None:  # one-vs-rest: its k fits are priced with the selections made before them
-            price_with(pre_events, self.delta)
-        problem = self._problem(
-            X.shape[0], loss, n_outputs, bounded.data_norm, X=bounded.X.astype(np.float64, copy=False),
-            y=y_encoded, norms=bounded.row_norms, label_bound=label_bound, coef_norm=coef_norm,
-            clip_norm=clip_norm, solver=solver, sample_weight=sample_weight,
-        )
-        result = solve_and_release(self, solver, problem, plan, rng, pre_events=pre_events,
-                                   derived=bounded.data_derived or data_derived, n_clipped=bounded.n_clipped)
-        self.data_norm_ = bounded.data_norm
-        self.intercept_scaling_ = bounded.intercept_scaling
-        if "feature_clip" in self.get_params():
-            self.feature_clip_ = radius
-            if getattr(self, "feature_scale_", None) is not None and radius is not None:
-                # the clip in the user's units: a box per feature, centre -+ radius * scale
+            price_with(bounds.events, self.delta)
+        clip_norm = "initial"  # per-example gradients clipped at their largest norm at w = 0 (see _problem)
+        if data.reduced:
+            # the public bounds, as bound_features applies them to every block (no row is read here)
+            bounded = bound_features(np.empty((0, d)), data_norm, self.fit_intercept, self.intercept_scaling,
+                                     fraction)
+            design = DaskDesign(data.X, bounded.data_norm, self.fit_intercept, self.intercept_scaling, fraction,
+                                targets, feature_clip=radius)
+            base = self._problem(n, loss, n_outputs, bounded.data_norm, X=design, label_bound=label_bound,
+                                 coef_norm=coef_norm, clip_norm=clip_norm, solver=solver)
+            problem = DaskProblem(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init},
+                                  row_weight=default_weight(self, warn=True))
+            ran = run_solver(self, solver, problem, plan, rng, derived=derived)
+            ran.n_clipped = design.n_rows_clipped  # counted by the solver's passes
+            ran.values["design"] = design
+        else:
+            X, norms = data.bounded_rows, data.norms
+            if radius is not None:  # winsorise every feature: lazily, in the design's passes (no copy)
+                norms = clipped_row_norms(X, radius)
+            bounded = bound_features(X, data_norm, self.fit_intercept, self.intercept_scaling, fraction,
+                                     norms=norms, lazy=True, feature_clip=radius)
+            if active is not None:
+                bounded = zero_inactive_rows(bounded, active)
+            problem = self._problem(n, loss, n_outputs, bounded.data_norm,
+                                    X=bounded.X.astype(np.float64, copy=False), y=y, norms=bounded.row_norms,
+                                    label_bound=label_bound, coef_norm=coef_norm, clip_norm=clip_norm,
+                                    solver=solver, sample_weight=sample_weight)
+            ran = run_solver(self, solver, problem, plan, rng, n_clipped=bounded.n_clipped,
+                             derived=bounded.data_derived or derived)
+        ran.values.update(data_norm=bounded.data_norm, intercept_scaling=bounded.intercept_scaling,
+                          feature_clip=radius)
+        return ran
+
+    def _set_bounds_fitted(self, bounds, ran):
+        """The fitted bounds: ``data_norm_``, ``intercept_scaling_`` and, where the estimator has the
+        parameters, ``feature_clip_`` and the feature map (``feature_center_``, ``feature_scale_``,
+        ``feature_box_``: the clip in the user's units, a box per feature, centre -+ radius * scale)."""
+        self.data_norm_ = ran.values["data_norm"]
+        self.intercept_scaling_ = ran.values["intercept_scaling"]
+        radius = ran.values["feature_clip"]
+        params = self.get_params()
+        if "feature_scaling" in params:
+            self.feature_center_, self.feature_scale_ = bounds.values["feature_map"] or (None, None)
+            self.feature_box_ = None
+            if self.feature_scale_ is not None and radius is not None:
                 self.feature_box_ = (self.feature_center_ - radius * self.feature_scale_,
                                      self.feature_center_ + radius * self.feature_scale_)
-        return result.coef, bounded
+        if "feature_clip" in params:
+            self.feature_clip_ = radius
 
     def _split_coef(self, coef):
         """Split augmented coefficients (p[, k]) into sklearn's coef_ and intercept_."""

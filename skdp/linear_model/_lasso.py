@@ -16,9 +16,8 @@ from ..privacy import BoundedRangeEvent
 from ..solvers._base import selection_secure_option
 from ..solvers import Problem, SolverChoice, get_solver
 from .._plan import FitPlan, PublicFit, make_plan, public_fit
-from .._random import fit_randomness
+from .._fit import Bounds, private_fit, run_solver
 from .._predict import LinearRegressorMixin
-from .._protocol import charge, solve_and_release
 from .._weights import WEIGHT_CONSTRAINTS, check_weight_params, row_weights, weight_bound
 from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
 
@@ -339,36 +338,50 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         -------
         self : object
         """
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    def _plan_fit(self, X, y, sample_weight=None):
+        """The fit's plan from public facts only (the parameters' checks included), before any row is read."""
         public = public_fit(X)
-        # public facts only, before any row is read (the parameters' checks included)
         plan = self._check_params() and None if public is None else make_plan(self, public)
         refuse_unreliable_selection(self, 2 if _is_auto(self.label_bound) else 0, X)
-        charge(self, X, privacy_ledger, plan, y=y)
+        return plan
+
+    def _read(self, plan, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
-        y = np.asarray(y, dtype=np.float64)
-        rng = fit_randomness(self)
-        label_bound, pre_events = self.label_bound, []
+        return X, np.asarray(y, dtype=np.float64), row_weights(self, sample_weight, X)
+
+    def _select_bounds(self, plan, data, rng):
+        """``label_bound="auto"``: the private label range (two selections)."""
+        label_bound, events = self.label_bound, []
         if _is_auto(label_bound):
-            label_bound, pre_events = private_label_range(y, plan.selection_epsilon, rng, width=_AUTO_LABEL_WIDTH,
-                                                          secure=selection_secure_option(self.solver_options))
-        yc, centre, bound, n_lab, derived = bound_labels(y, label_bound, self.fit_intercept)
+            label_bound, events = private_label_range(data[1], plan.selection_epsilon, rng, width=_AUTO_LABEL_WIDTH,
+                                                      secure=selection_secure_option(self.solver_options))
+        return Bounds(events, values=dict(label_bound=label_bound))
+
+    def _run(self, plan, data, bounds, rng):
+        """The labels and the features clipped to their bounds, and the solver on the L1 ball."""
+        X, y, weights = data
+        yc, centre, bound, n_lab, derived = bound_labels(y, bounds.values["label_bound"], self.fit_intercept)
         R = float(self.feature_bound)
         # the clipped design is applied lazily (no copy of X); its row norms are only needed by
         # the gradient clipping, which is inactive on the L1 ball: one bound covers them all
         Xc, n_clipped = clipped_design(X, R, intercept=R if self.fit_intercept else None)
         problem = self._problem(plan.solver, X.shape[0], X.shape[1], bound, X=Xc, y=yc / bound,
-                                norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])),
-                                sample_weight=row_weights(self, sample_weight, X))
-        result = solve_and_release(self, plan.solver, problem, plan, rng, pre_events=pre_events, derived=derived,
-                                   n_clipped=n_clipped, n_labels_clipped=int(n_lab))
-        w = np.asarray(result.coef, dtype=float) * bound
+                                norms=np.full(X.shape[0], R * math.sqrt(Xc.shape[1])), sample_weight=weights)
+        return run_solver(self, plan.solver, problem, plan, rng, n_clipped=n_clipped, derived=derived,
+                          diagnostics=dict(n_labels_clipped=int(n_lab)), values=dict(centre=centre, bound=bound))
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        centre, bound = ran.values["centre"], ran.values["bound"]
+        w = np.asarray(ran.result.coef, dtype=float) * bound
         if self.fit_intercept:
-            self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * R) + centre
+            self.coef_, self.intercept_ = w[:-1].copy(), float(w[-1] * float(self.feature_bound)) + centre
         else:
             self.coef_, self.intercept_ = w.copy(), float(centre)
         self.label_bound_ = (centre - bound, centre + bound)
-        self.coef_norm_ = float(self._radius(X.shape[0], bound) * bound)
-        return self
+        self.coef_norm_ = float(self._radius(plan.public.n_samples, bound) * bound)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

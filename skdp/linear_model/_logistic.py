@@ -1,24 +1,23 @@
 """DPLogisticRegression."""
 
+import functools
 import math
 from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.multiclass import check_classification_targets
 
 from ..losses import LogisticLoss, MultinomialLoss
 from ..solvers import SOLVERS, SolverChoice
 from .. import _dask
-from .._dask import is_dask_collection
-from .._random import fit_randomness
-from .._classes import check_class_set, class_indices, fit_classes, refused_after_selection
+from .._dask import ClassTargets, DaskRows, check_solver, first_pass, is_dask_collection
+from .._classes import check_class_set, class_indices, classes_from_counts, fit_classes, refused_after_selection
+from .._fit import Bounds, private_fit
 from .._predict import ProbabilisticClassifierMixin
-from .._protocol import charge
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted
 from ._base import DPLinearModel
-from ._dask_fits import fit_logistic as fit_logistic_dask
 
 __all__ = ["DPLogisticRegression"]
 
@@ -405,36 +404,55 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         -------
         self : object
         """
-        if is_dask_collection(X):
+        if is_dask_collection(X):  # the rows stay where they live: every pass over them is a reduction
             _dask.refuse_unsupported(self, sample_weight)
-            return fit_logistic_dask(self, X, y, privacy_ledger)
-        self._check_privacy_params()
-        plan = self._fit_plan(X)  # public facts only: before any row is read
-        charge(self, X, privacy_ledger, plan, y=y)
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False
-        )
-        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
-        rng = fit_randomness(self)
-        selection = fit_classes(self, y, rng)
-        classes = selection.classes
-        k = classes.size
-        y_idx = class_indices(selection, y)
-        if k == 2:
-            loss, y_enc, n_out = LogisticLoss(), np.where(y_idx == 1, 1.0, -1.0), 1
+            X = DaskRows(X, y)
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    _reduced_public_bounds = ("data_norm", "classes")
+
+    def _first_pass(self, rows):
+        """Rows read where they live: validated block by block, with the counts the bound choices read."""
+        norm_counts, label_counts, _ = rows.reduce(first_pass, rows.dtype, self.data_norm == "auto", True, None,
+                                                   False)
+        check_classification_targets(label_counts.labels)
+        return dict(norms=norm_counts, labels=label_counts)
+
+    def _select_bounds(self, plan, data, rng):
+        """The label set (``classes="auto"``: private), then the feature scaling and the row bound."""
+        if data.reduced:
+            labels = data.counts["labels"]
+            selection = classes_from_counts(self, labels.labels, labels.counts, data.n, rng)
         else:
-            loss, y_enc, n_out = MultinomialLoss(k), y_idx, k
+            selection = fit_classes(self, data.y, rng)
+        k = selection.classes.size
+        loss, n_out = (LogisticLoss(), 1) if k == 2 else (MultinomialLoss(k), k)
         with refused_after_selection(self, selection.events):
             solver = plan.solver if loss.name == plan.spec["loss"].name else self._resolve_solver(loss.name)
-            weights = class_weighted(self, weights, y, classes)
-            coef, _ = self._fit_problem(plan, X, y_enc, loss, n_out, solver, data_derived=selection.derived,
-                                        clip_norm="initial", rng=rng, pre_events=selection.events,
-                                        active=selection.active, sample_weight=weights)
-        self.coef_, self.intercept_ = self._split_coef(coef)
-        self.multi_class_ = (
-            "binary" if k == 2 else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")
-        )
-        return self
+            if data.reduced:
+                check_solver(self, solver)
+            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived,
+                                                                    label_set_events=list(selection.events)))
+        bounds.values.update(selection=selection, loss=loss, n_outputs=n_out, solver=solver)
+        return bounds
+
+    def _run(self, plan, data, bounds, rng):
+        """The bounded rows and the solver (multinomial for more than two classes where it has that loss)."""
+        selection = bounds.values["selection"]
+        k = selection.classes.size
+        fit = functools.partial(self._bound_and_solve, plan, data, bounds, rng, bounds.values["loss"],
+                                bounds.values["n_outputs"], bounds.values["solver"])
+        if data.reduced:
+            return fit(targets=ClassTargets(selection.classes, k == 2, isinstance(self.classes, str)))
+        y_idx = class_indices(selection, data.y)
+        return fit(y=np.where(y_idx == 1, 1.0, -1.0) if k == 2 else y_idx, active=selection.active,
+                   sample_weight=class_weighted(self, data.weights, data.y, selection.classes))
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        self._set_bounds_fitted(bounds, ran)
+        self.coef_, self.intercept_ = self._split_coef(ran.result.coef)
+        binary = bounds.values["selection"].classes.size == 2
+        self.multi_class_ = "binary" if binary else ("ovr" if self.solver_info_.get("one_vs_rest") else "multinomial")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

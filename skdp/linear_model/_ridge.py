@@ -6,23 +6,21 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
-from ..bounds import bound_labels, check_label_bound, private_label_range, public_label_range, target_label_bounds
+from ..bounds import (bound_labels, check_label_bound, label_range_from_counts, private_label_range,
+                      public_label_range, target_label_bounds)
 from ..losses import SquaredLoss
 from ..solvers._base import selection_secure_option
 from ..solvers import SOLVERS, SolverChoice
 from .. import diagnostics
 from .. import _dask
-from .._dask import is_dask_collection
+from .._dask import DaskRows, RegressionTargets, abs_dev_counts, first_pass, is_dask_collection
+from .._fit import Bounds, private_fit
 from .._plan import PublicFit, make_plan
-from .._random import fit_randomness
 from .._predict import LinearRegressorMixin
-from .._protocol import charge
 from .._warnings import warn_heavy_clipping
-from .._weights import row_weights
+from ..privacy.quantile import DEFAULT_SIGNED_GRID
 from ._base import DPLinearModel, refuse_unreliable_selection
-from ._dask_fits import fit_ridge as fit_ridge_dask
 
 __all__ = ["DPRidge"]
 
@@ -509,55 +507,109 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         -------
         self : object
         """
-        if is_dask_collection(X):
+        if is_dask_collection(X):  # the rows stay where they live: every pass over them is a reduction
             _dask.refuse_unsupported(self, sample_weight, y)
-            return fit_ridge_dask(self, X, y, privacy_ledger)
-        self._check_privacy_params()
-        # a 2-D y is fitted as such by the solvers that fit several targets jointly; the others take
-        # a column vector as sklearn's single-output estimators do (raveled, with a warning)
+            X = DaskRows(X, y)
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    _reduced_public_bounds = ("data_norm", "label_bound")
+
+    def _public_facts(self, X, y):
+        """The number of targets of a 2-D ``y`` (public, like ``n``; its shape only is read).
+
+        A 2-D ``y`` is fitted as such by the solvers that fit several targets
+        jointly; the others take a column vector as sklearn's single-output
+        estimators do (raveled, with a warning). Rows read where they live
+        have one target.
+        """
+        if getattr(X, "reduced_rows", False):
+            self._check_label_bound()
+            return {}
         solver = self._resolve_solver("squared")
         n_targets = _n_targets_of(y)
         if n_targets == 1 and not solver.multi_output:
             n_targets = None
         self._check_label_bound(n_targets)
-        plan = self._fit_plan(X, n_targets=n_targets)  # public facts only: before any row is read
-        refuse_unreliable_selection(self, self._n_auto_selections(n_targets), X)
-        charge(self, X, privacy_ledger, plan, y=y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             y_numeric=True, multi_output=n_targets is not None)
-        return self._fit_targets(plan, X, np.asarray(y, dtype=np.float64), sample_weight)
+        return dict(n_targets=n_targets)
 
-    def _fit_targets(self, plan, X, y, sample_weight=None):
-        """The fit on validated data (``y`` 1-D, or 2-D with ``plan.public.n_targets`` columns)."""
-        solver = plan.solver
-        rng = fit_randomness(self)
-        Y = y.reshape(y.shape[0], -1)
-        k = Y.shape[1]
-        targets, pre_events = self._target_bounds(plan.public.n_targets), []
+    def _plan_fit(self, X, y, sample_weight=None):
+        plan = super()._plan_fit(X, y, sample_weight)
+        if plan is not None:  # a regressor refuses bound choices its n * epsilon cannot make reliably
+            refuse_unreliable_selection(self, self._n_auto_selections(plan.public.n_targets), plan.public.n_samples)
+        return plan
+
+    def _first_pass(self, rows):
+        """Rows read where they live: validated block by block, with the counts the bound choices read."""
+        auto_labels = _is_auto(self.label_bound)
+        if not (auto_labels or self.data_norm == "auto"):  # the solver's passes validate the blocks
+            return {}
+        norm_counts, _, y_counts = rows.reduce(first_pass, rows.dtype, self.data_norm == "auto", False,
+                                               DEFAULT_SIGNED_GRID if auto_labels else None, True)
+        return dict(norms=norm_counts, y=y_counts)
+
+    def _select_bounds(self, plan, data, rng):
+        """Each target's label range (``label_bound="auto"``: private), then the row bound."""
+        targets, events = self._target_bounds(plan.public.n_targets), []
+        secure = selection_secure_option(self.solver_options)
         for j, label_bound in enumerate(targets):
-            if _is_auto(label_bound):
-                targets[j], events = private_label_range(Y[:, j], plan.selection_epsilon, rng,
-                                                         width=self._auto_label_width,
-                                                         secure=selection_secure_option(self.solver_options))
-                pre_events += events
+            if not _is_auto(label_bound):
+                continue
+            if data.reduced:
+                rows = data.X
+
+                def counts(grid, centre=None):
+                    return data.counts["y"] if centre is None else rows.reduce(abs_dev_counts, centre, grid)[0]
+
+                targets[j], made = label_range_from_counts(counts, data.n, plan.selection_epsilon, rng,
+                                                           width=self._auto_label_width, secure=secure)
+            else:
+                y = data.y.reshape(data.n, -1)[:, j]
+                targets[j], made = private_label_range(y, plan.selection_epsilon, rng, width=self._auto_label_width,
+                                                       secure=secure)
+            events += made
+        bounds = self._select_row_bound(plan, data, rng, Bounds(events))
+        bounds.values["label_bounds"] = targets
+        return bounds
+
+    def _run(self, plan, data, bounds, rng):
+        """The labels bounded as chosen, in units where every target is within [-1, 1], and the solver.
+
+        Dividing by the public (or privately chosen) bounds is a public
+        rescaling; the coefficients are scaled back afterwards. With ``k``
+        targets each row's label vector then has norm at most ``sqrt(k)``: the
+        one bound of the joint release.
+        """
+        solver, targets = plan.solver, bounds.values["label_bounds"]
+        if data.reduced:
+            _, centre, bound, _, derived = bound_labels(np.zeros(0), targets[0], self.fit_intercept)
+            radius, M = self._coef_ball([bound], solver)
+            ran = self._bound_and_solve(plan, data, bounds, rng, SquaredLoss(), 1, solver,
+                                        targets=RegressionTargets(targets[0], self.fit_intercept),
+                                        label_bound=1.0, coef_norm=radius, derived=derived)
+            ran.values.update(centre=centre, bound=bound, coef_norm=M,
+                              n_labels_clipped=ran.values["design"].n_labels_clipped)  # counted by the passes
+            return ran
+        Y = data.y.reshape(data.n, -1)
+        k = Y.shape[1]
         columns = [bound_labels(Y[:, j], targets[j], self.fit_intercept) for j in range(k)]
-        centre = np.array([c[1] for c in columns])
         bound = np.array([c[2] for c in columns])
         radius, M = self._coef_ball(bound, solver)
-        # Work in units where every target is within [-1, 1] (dividing by the public bounds is a
-        # public rescaling; coefficients are scaled back afterwards). With k targets each row's label
-        # vector then has norm <= sqrt(k): the one bound of the joint release.
         Yc = np.column_stack([c[0] for c in columns]) / bound
-        coef, _ = self._fit_problem(
-            plan, X, Yc[:, 0] if k == 1 else Yc, SquaredLoss(), k, solver, label_bound=_joint_label_bound(k),
-            coef_norm=radius, data_derived=any(c[4] for c in columns), clip_norm="initial", rng=rng,
-            pre_events=pre_events,
-            sample_weight=row_weights(self, sample_weight, X),
-        )
-        return self._set_fitted(coef, centre, bound, M, sum(c[3] for c in columns), solver=solver,
-                                n_features=X.shape[1], n_samples=X.shape[0], n_targets=plan.public.n_targets)
+        ran = self._bound_and_solve(plan, data, bounds, rng, SquaredLoss(), k, solver,
+                                    y=Yc[:, 0] if k == 1 else Yc, label_bound=_joint_label_bound(k),
+                                    coef_norm=radius, derived=any(c[4] for c in columns), sample_weight=data.weights)
+        ran.values.update(centre=np.array([c[1] for c in columns]), bound=bound, coef_norm=M,
+                          n_labels_clipped=sum(c[3] for c in columns))
+        return ran
 
-    def _set_fitted(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None,
+    def _set_fitted(self, plan, data, bounds, ran):
+        self._set_bounds_fitted(bounds, ran)
+        v = ran.values
+        self._set_coefficients(ran.result.coef, v["centre"], v["bound"], v["coef_norm"], v["n_labels_clipped"],
+                               solver=ran.solver, n_features=None if data.reduced else data.d, n_samples=data.n,
+                               n_targets=plan.public.n_targets)
+
+    def _set_coefficients(self, coef, centre, bound, coef_norm, n_labels_clipped, *, solver=None, n_features=None,
                     n_samples=None, n_targets=None):
         """Fitted attributes from the solver's coefficients in units of the label ``bound`` (in memory and Dask).
 

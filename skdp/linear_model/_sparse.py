@@ -4,7 +4,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, is_classifier
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
@@ -19,11 +19,10 @@ from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weig
                         sample_weights, weight_bound)
 from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
 from .._plan import FitPlan, PublicFit, make_plan, public_fit
-from .._random import fit_randomness
+from .._fit import Bounds, private_fit, run_solver
 from .._classes import check_class_set, class_selection_events, fit_classes, refused_after_selection, zero_rows
 from .._ovr import one_vs_rest, ovr_targets
 from .._predict import LinearRegressorMixin, ProbabilisticClassifierMixin
-from .._protocol import charge, solve_and_release
 
 __all__ = ["DPSparseLinearRegression", "DPSparseLogisticRegression"]
 
@@ -187,12 +186,33 @@ class _DPSparseBase(BaseEstimator):
     def _guaranteed_public(self):
         return True
 
-    def _fit_sparse(self, plan, X, y_enc, centre, data_derived=False, rng=None, active=None, sample_weight=None,
-                    bound_events=(), **diagnostic_values):
-        """Bound, solve and release; ``rng`` is the fit's generator when a label set was selected with it,
-        and the rows outside ``active`` (``classes="auto"``) are zeroed (see ``DPLinearModel._fit_problem``).
-        ``y_enc`` of shape (n, k) (one-vs-rest labels, :func:`~skdp._ovr.ovr_targets`) fits the ``k``
-        binary problems with the solver wrapped one-vs-rest; ``coef_`` is then (k, n_features)."""
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    def _plan_fit(self, X, y, sample_weight=None):
+        """The fit's plan from public facts only (the parameters' checks included), before any row is read."""
+        public = public_fit(X)
+        return self._check_params() and None if public is None else make_plan(self, public)
+
+    def _read(self, plan, X, y, sample_weight=None):
+        """``(X, y, weights)`` validated (a classifier's weights refused before the label-set selection spends)."""
+        classifier = is_classifier(self)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=not classifier)
+        if classifier:
+            return X, y, sample_weights(self, sample_weight, X)
+        return X, np.asarray(y, dtype=np.float64), row_weights(self, sample_weight, X)
+
+    def _bound_rows(self, plan, X, y_enc, rng, bounds, active=None, sample_weight=None):
+        """Clip the features, then choose the gradient clip norm on the bounded rows; returns ``bounds``.
+
+        The rows outside ``active`` (``classes="auto"``) are zeroed (see
+        ``DPLinearModel._bound_and_solve``). ``bounds.events`` holds the
+        selections made before (``label_bound="auto"``): they replace their
+        planned events, which follow the clip norm's (equal events, so the
+        price is the one charged). ``clip_norm="auto"``: the per-example
+        gradient norms at ``w = 0`` are ``|phi'(0, y_i)| ||x_i||_q`` (one value
+        per row); for the logistic loss ``|phi'(0, +-1)| = 1/2``, so every
+        one-vs-rest column gives the same norms and one private choice serves
+        the ``k`` fits. The bounded problem goes to ``bounds.values``.
+        """
         solver = getattr(plan.solver, "solver", plan.solver)  # the binary solver (one-vs-rest wraps it)
         n, d = X.shape
         K = float(self.feature_bound)
@@ -200,20 +220,13 @@ class _DPSparseBase(BaseEstimator):
         Xc, n_clipped = clip_features(X, K, intercept=K if self.fit_intercept else None)
         if active is not None:
             Xc = zero_rows(Xc, active)
-        rng = fit_randomness(self) if rng is None else rng
-        pre_events = list(plan.pre_events)
         problem = self._problem(solver, n, d, X=Xc, y=y_enc, sample_weight=sample_weight)
-        # the bound selections made before this call (label_bound="auto") replace their planned events, which
-        # follow the clip norm's; the planned events are equal, so the price is the one charged
-        made = list(bound_events)
+        pre_events, made = list(plan.pre_events), list(bounds.events)
         first = int(self._auto_clip(solver))
         pre_events = pre_events[:first] + made + pre_events[first + len(made):]
         clip = None
         if solver.clip_order is not None:
             if self._auto_clip(solver):
-                # per-example gradient norms at w = 0: |phi'(0, y_i)| ||x_i||_q (one value per row); for the
-                # logistic loss |phi'(0, +-1)| = 1/2, so every one-vs-rest column gives the same norms and one
-                # private choice serves the k fits
                 y0 = y_enc if np.ndim(y_enc) == 1 else y_enc[:, 0]
                 g0 = np.abs(problem.loss.derivative(np.zeros(n), y0)) * problem.row_norms()
                 clip, event = private_clip_norm(g0, self._auto_clip_quantile_for(n), pre_events[0].epsilon, rng,
@@ -222,13 +235,24 @@ class _DPSparseBase(BaseEstimator):
             else:
                 clip = float(self.clip_norm)
             problem.clip = problem.max_sample_weight * clip  # each weighted row's contribution bound
-        if np.ndim(y_enc) == 2:
+        bounds.events = pre_events
+        bounds.values.update(problem=problem, clip=clip, n_clipped=n_clipped)
+        return bounds
+
+    def _run(self, plan, data, bounds, rng):
+        """The plan's solver on the bounded problem (one-vs-rest over the columns of a 2-D ``y``)."""
+        problem = bounds.values["problem"]
+        solver = getattr(plan.solver, "solver", plan.solver)
+        if np.ndim(problem.y) == 2:
             planned_k = getattr(plan.solver, "n_classes", 2)
-            solver = plan.solver if planned_k == y_enc.shape[1] else one_vs_rest(solver, y_enc.shape[1])
-            solver.price_with(pre_events, self.delta)
-        result = solve_and_release(self, solver, problem, plan, rng, pre_events=pre_events, derived=data_derived,
-                                   n_clipped=n_clipped, **diagnostic_values)
-        w = np.asarray(result.coef, dtype=float)
+            solver = plan.solver if planned_k == problem.y.shape[1] else one_vs_rest(solver, problem.y.shape[1])
+            solver.price_with(bounds.events, self.delta)
+        return run_solver(self, solver, problem, plan, rng, n_clipped=bounds.values["n_clipped"],
+                          diagnostics=bounds.values.get("diagnostics", {}))
+
+    def _set_coefficients(self, ran, bounds, centre):
+        K = float(self.feature_bound)
+        w = np.asarray(ran.result.coef, dtype=float)
         if self.fit_intercept:
             coef, intercept = w[:-1], w[-1] * K + centre
         else:
@@ -239,9 +263,8 @@ class _DPSparseBase(BaseEstimator):
         else:
             self.coef_, self.intercept_ = coef.copy(), float(intercept)
             self.support_ = np.flatnonzero(self.coef_)
-        self.n_nonzero_coefs_ = problem.n_nonzero
-        self.clip_norm_ = clip
-        return self
+        self.n_nonzero_coefs_ = bounds.values["problem"].n_nonzero
+        self.clip_norm_ = bounds.values["clip"]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -513,17 +536,19 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
         -------
         self : object
         """
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    def _plan_fit(self, X, y, sample_weight=None):
         public = public_fit(X)
-        # public facts only, before any row is read (the parameters' checks included)
         plan = None if public is None else make_plan(self, public)
         solver = self._check_params() if plan is None else plan.solver
         # the rule of the raised selection epsilon (label_bound="auto"): refuse where it cannot be met
         refuse_unreliable_selection(self, self._n_auto_selections(solver) if self._auto_label() else 0, X)
-        charge(self, X, privacy_ledger, plan, y=y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=True)
-        y = np.asarray(y, dtype=np.float64)
-        weights = row_weights(self, sample_weight, X)
-        rng = fit_randomness(self)
+        return plan
+
+    def _select_bounds(self, plan, data, rng):
+        """The label range (``label_bound="auto"``: private), then the gradient clip norm on the bounded rows."""
+        X, y, weights = data
         label_bound, events = self.label_bound, []
         if self._auto_label():
             label_bound, events = private_label_range(y, plan.selection_epsilon, rng,
@@ -531,14 +556,16 @@ class DPSparseLinearRegression(LinearRegressorMixin, RegressorMixin, _DPSparseBa
                                                       secure=selection_secure_option(self.solver_options))
         if label_bound is not None:
             y_enc, centre, bound, n_lab, _ = bound_labels(y, label_bound, self.fit_intercept)
-            self.label_bound_ = (centre - bound, centre + bound)
-            n_labels_clipped = int(n_lab)
+            label_range, n_labels_clipped = (centre - bound, centre + bound), int(n_lab)
         else:
-            y_enc, centre = y.copy(), 0.0
-            self.label_bound_ = None
-            n_labels_clipped = 0
-        return self._fit_sparse(plan, X, y_enc, centre, rng=rng, bound_events=events, n_labels_clipped=n_labels_clipped,
-                                sample_weight=weights)
+            y_enc, centre, label_range, n_labels_clipped = y.copy(), 0.0, None, 0
+        bounds = Bounds(events, values=dict(centre=centre, label_range=label_range,
+                                            diagnostics=dict(n_labels_clipped=n_labels_clipped)))
+        return self._bound_rows(plan, X, y_enc, rng, bounds, sample_weight=weights)
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        self.label_bound_ = bounds.values["label_range"]
+        self._set_coefficients(ran, bounds, bounds.values["centre"])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -710,25 +737,29 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
         -------
         self : object
         """
-        public = public_fit(X)
-        # public facts only, before any row is read (the parameters' checks included)
-        plan = self._check_params() and None if public is None else make_plan(self, public)
-        charge(self, X, privacy_ledger, plan, y=y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
-        rng = fit_randomness(self)
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    def _select_bounds(self, plan, data, rng):
+        """The label set (``classes="auto"``: private), then the gradient clip norm on the bounded rows."""
+        X, y, weights = data
         selection = fit_classes(self, y, rng)
         if selection.classes.size == 2:
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
+        bounds = Bounds(derived=selection.derived, label_set_events=list(selection.events))
         with refused_after_selection(self, selection.events):
-            self._fit_sparse(plan, X, y_enc, 0.0, data_derived=selection.derived, rng=rng, active=selection.active,
-                             sample_weight=class_weighted(self, weights, y, selection.classes))
-        if selection.classes.size == 2:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
+            bounds = self._bound_rows(plan, X, y_enc, rng, bounds, active=selection.active,
+                                      sample_weight=class_weighted(self, weights, y, selection.classes))
+        bounds.values["n_classes"] = selection.classes.size
+        return bounds
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        self._set_coefficients(ran, bounds, 0.0)
+        binary = bounds.values["n_classes"] == 2
+        if binary:  # sklearn's binary classifiers: coef_ (1, n_features), intercept_ (1,)
             self.coef_, self.intercept_ = self.coef_[None, :], np.array([self.intercept_])
-        self.multi_class_ = "binary" if selection.classes.size == 2 else "ovr"
-        return self
+        self.multi_class_ = "binary" if binary else "ovr"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -6,16 +6,14 @@ from numbers import Real
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..losses import HingeLoss
 from ..solvers import SolverChoice
-from .._random import fit_randomness
 from .._classes import check_class_set, fit_classes, refused_after_selection
+from .._fit import Bounds, private_fit
 from .._ovr import one_vs_rest, ovr_targets
 from .._predict import LinearClassifierMixin
-from .._protocol import charge
-from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted, sample_weights
+from .._weights import CLASS_WEIGHT_CONSTRAINTS, class_weighted
 from ._base import DPLinearModel
 
 __all__ = ["DPLinearSVC"]
@@ -244,27 +242,34 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         -------
         self : object
         """
-        self._check_privacy_params()
-        plan = self._fit_plan(X)  # public facts only: before any row is read
-        charge(self, X, privacy_ledger, plan, y=y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], y_numeric=False)
-        weights = sample_weights(self, sample_weight, X)  # refused before the label-set selection spends
-        rng = fit_randomness(self)
-        selection = fit_classes(self, y, rng)
+        return private_fit(self, X, y, sample_weight=sample_weight, privacy_ledger=privacy_ledger)
+
+    def _select_bounds(self, plan, data, rng):
+        """The label set (``classes="auto"``: private), then the row bound."""
+        selection = fit_classes(self, data.y, rng)
+        with refused_after_selection(self, selection.events):
+            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived,
+                                                                    label_set_events=list(selection.events)))
+        bounds.values["selection"] = selection
+        return bounds
+
+    def _run(self, plan, data, bounds, rng):
+        """The hinge loss on the bounded rows; one-vs-rest for more than two classes."""
+        selection = bounds.values["selection"]
         k = selection.classes.size
         if k == 2:
-            y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
+            y_enc = np.where(data.y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
-            y_enc = ovr_targets(selection, y)
-        with refused_after_selection(self, selection.events):
-            planned_k = getattr(plan.solver, "n_classes", 2)
-            solver = plan.solver if planned_k == k else one_vs_rest(getattr(plan.solver, "solver", plan.solver), k)
-            weights = class_weighted(self, weights, y, selection.classes)
-            coef, _ = self._fit_problem(plan, X, y_enc, HingeLoss(), 1, solver, data_derived=selection.derived,
-                                        clip_norm="initial", rng=rng, pre_events=selection.events,
-                                        active=selection.active, sample_weight=weights)
-        self.coef_, self.intercept_ = self._split_coef(coef)
-        return self
+            y_enc = ovr_targets(selection, data.y)
+        planned_k = getattr(plan.solver, "n_classes", 2)
+        solver = plan.solver if planned_k == k else one_vs_rest(getattr(plan.solver, "solver", plan.solver), k)
+        weights = class_weighted(self, data.weights, data.y, selection.classes)
+        return self._bound_and_solve(plan, data, bounds, rng, HingeLoss(), 1, solver, y=y_enc,
+                                     active=selection.active, sample_weight=weights)
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        self._set_bounds_fitted(bounds, ran)
+        self.coef_, self.intercept_ = self._split_coef(ran.result.coef)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
