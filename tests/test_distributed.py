@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import chisquare
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import skdp._fit as fit_protocol
 import skdp.distributed._estimators as mp_estimators
 from skdp import fit_diagnostics
 from skdp.exceptions import PrivacyLeakWarning
@@ -262,7 +263,8 @@ def test_legacy_seed_detector_positive_control():
 def _record_fit_randomness(monkeypatch):
     """Capture every seed and generator a fit derives (root, party seeds, share generators, noise)."""
     seen = {"root": [], "aggregators": [], "share_rngs": []}
-    fit_randomness, seeded_generator = mp_estimators.fit_randomness, mp_estimators.seeded_generator
+    # the fit's one generator is made by the fit protocol (skdp._fit.private_fit), the rest by the estimator
+    fit_randomness, seeded_generator = fit_protocol.fit_randomness, mp_estimators.seeded_generator
 
     def recording_fit_randomness(est):
         rng = fit_randomness(est)
@@ -280,7 +282,7 @@ def _record_fit_randomness(monkeypatch):
             seen["aggregators"].append((list(party_seeds), getattr(self, "_noise_seed", None),
                                         self._noise_rng.get_state()))
 
-    monkeypatch.setattr(mp_estimators, "fit_randomness", recording_fit_randomness)
+    monkeypatch.setattr(fit_protocol, "fit_randomness", recording_fit_randomness)
     monkeypatch.setattr(mp_estimators, "seeded_generator", recording_seeded_generator)
     monkeypatch.setattr(mp_estimators, "SecureAggregator", RecordingAggregator)
     return seen

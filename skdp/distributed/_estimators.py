@@ -9,15 +9,14 @@ import numpy as np
 from scipy import optimize, special
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _num_samples, validate_data
 
-from .. import diagnostics
 from .._plan import FitPlan, PublicFit, make_plan, public_fit
-from .._random import fit_randomness
-from .._classes import check_class_set, class_selection_events, fit_classes, refused_after_selection
+from .._fit import Bounds, Ran, private_fit
+from .._classes import check_class_set, class_selection_events, fit_classes
 from .._ovr import ovr_budget, ovr_targets
 from .._predict import ProbabilisticClassifierMixin
-from .._protocol import charge, n_iter_attribute, release
+from .._protocol import n_iter_attribute
 from ..privacy.search import plan_after
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted,
                         sample_weights, weight_bound)
@@ -82,6 +81,18 @@ def _is_dask(X):
 #: the protocols by what they share: True for noisy gradient descent (the parties share clipped mean gradients
 #: every round), False for output perturbation (they share one local minimiser each)
 _GRADIENT_PROTOCOL = {"mpc_grad_pert": True, "mpc_output_pert": False}
+
+
+class _PartyChunks:
+    """A 2-D dask array whose row chunks are the parties: read where it lives (``n``, ``d`` and the chunk
+    sizes are public), as the input of :func:`skdp._fit.private_fit`."""
+
+    reduced_rows = True
+
+    def __init__(self, X):
+        self.X = X
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        self.parties = np.repeat(np.arange(len(X.chunks[0])), X.chunks[0])
 
 
 class _DaskParties:
@@ -445,31 +456,56 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         -------
         self : object
         """
-        self._check_params()
-        diagnostics.reset(self)
         if _is_dask(X):
             if parties is not None:
                 raise ValueError("With a dask array the row chunks are the parties; do not pass parties.")
             if X.ndim != 2:
                 raise ValueError(f"Expected a 2D array, got a {X.ndim}-D dask array.")
-            chunks = np.repeat(np.arange(len(X.chunks[0])), X.chunks[0])
-            plan = make_plan(self, PublicFit(int(X.shape[0]), int(X.shape[1]), parties=chunks))
-            charge(self, X, privacy_ledger, plan)
-            return self._fit_dask(plan, X, y, sample_weight)
+            X = _PartyChunks(X)
+        return private_fit(self, X, y, sample_weight=sample_weight, parties=parties, privacy_ledger=privacy_ledger)
+
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    def _plan_fit(self, X, y, sample_weight=None, parties=None):
+        """The plan from the parameters and the public party sizes (a dask array's row chunks are the parties)."""
+        self._check_params()
+        if getattr(X, "reduced_rows", False):
+            parties = X.parties
         public = public_fit(X, parties=parties)
-        plan = None if public is None else make_plan(self, public)  # public facts only: before any row is read
-        charge(self, X, privacy_ledger, plan, y=y)
+        return None if public is None else make_plan(self, public)  # public facts only: before any row is read
+
+    def _read(self, plan, X, y, sample_weight=None, parties=None):
+        """``(X, y, weights, blocks)``; sample_weight and parties are refused before the label-set selection
+        spends budget. A dask array's labels are validated centrally in this simulation (``blocks=None``)."""
+        if getattr(X, "reduced_rows", False):
+            y = np.asarray(y.compute() if _is_dask(y) else y)
+            if y.shape != (X.n,):
+                raise ValueError(f"y must have one label per row of X ({X.n}), got shape {y.shape}.")
+            if sample_weight is not None:
+                sample_weight = np.asarray(sample_weight.compute() if _is_dask(sample_weight) else sample_weight)
+            self.n_features_in_ = X.d
+            return X, y, sample_weights(self, sample_weight, np.empty((X.n, 0))), None
         X, y = validate_data(self, X, y, dtype=np.float64)
-        # sample_weight and parties are refused before the label-set selection spends budget
         weights = sample_weights(self, sample_weight, X)
-        blocks = split_parties(X.shape[0], self.n_parties, parties)
-        rng = fit_randomness(self)  # fresh 128-bit OS entropy for random_state=None; sets noise_source_
+        return X, y, weights, split_parties(X.shape[0], self.n_parties, parties)
+
+    def _select_bounds(self, plan, data, rng):
+        """The label set (``classes="auto"``: private; its events are the first of the protocol's)."""
+        y = data[1]
         ys, derived = self._encode_labels(y, rng)
+        return Bounds(derived=derived, values=dict(labels=ys),
+                      label_set_events=class_selection_events(self, _num_samples(y)))
+
+    def _run(self, plan, data, bounds, rng):
+        """The parties' protocol on the class-weighted records (in process, or on the dask array's chunks)."""
+        X, y, weights, blocks = data
+        ys = bounds.values["labels"]
         weights = class_weighted(self, weights, y, self.classes_)
-        backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
-                                    self._bound)
-        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
-            return self._fit_parties(plan, backend, derived, rng)
+        if blocks is None:
+            backend = _DaskParties(X.X, ys, self._bound, weights)
+        else:
+            backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
+                                        self._bound)
+        return self._fit_parties(plan, backend, rng)
 
     def _encode_labels(self, y, rng):
         """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
@@ -489,26 +525,11 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _bound(self):
         return functools.partial(_bound_rows, float(self.data_norm), bool(self.fit_intercept))
 
-    def _fit_dask(self, plan, X, y, sample_weight=None):
-        """Each row chunk of the ``dask.array`` ``X`` is a party (its size is public)."""
-        y = np.asarray(y.compute() if _is_dask(y) else y)  # labels are validated centrally in this simulation
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have one label per row of X ({X.shape[0]}), got shape {y.shape}.")
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight.compute() if _is_dask(sample_weight) else sample_weight)
-        weights = sample_weights(self, sample_weight, np.empty((X.shape[0], 0)))  # before the selection
-        rng = fit_randomness(self)
-        ys, derived = self._encode_labels(y, rng)
-        weights = class_weighted(self, weights, y, self.classes_)
-        self.n_features_in_ = int(X.shape[1])
-        with refused_after_selection(self, class_selection_events(self, X.shape[0])):
-            return self._fit_parties(plan, _DaskParties(X, ys, self._bound, weights), derived, rng)
-
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
 
-    def _fit_parties(self, plan, backend, derived, rng=None):
-        """The protocol, given parties that compute locally (in process or on Dask workers).
+    def _fit_parties(self, plan, backend, rng):
+        """The protocol, given parties that compute locally (in process or on Dask workers): a :class:`Ran`.
 
         The calibration is the plan's, unless ``classes="auto"`` selected another number of classes than
         planned (the one-vs-rest fits are then calibrated to the same price, see :func:`skdp._ovr.ovr_budget`).
@@ -520,7 +541,6 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
             sens, scale, events, T = plan.spec["calibration"]
         else:
             sens, scale, events, T = self._calibration(sizes, d, k)
-        rng = fit_randomness(self) if rng is None else rng
         m = len(sizes)
         # 128 bits from the fit's generator root every party's own SeedSequence; each party splits its own
         # into a 128-bit contribution to the aggregate's noise seed and the seed of its share generator
@@ -545,18 +565,20 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         # one binary fit, or one per class (one-vs-rest) inside the same aggregation
         thetas = [self._run_protocol(backend, agg, shares_of, scale, T, d, sizes, column)
                   for column in ([None] if k == 2 else range(k))]
-        theta = np.stack(thetas)  # (1 or k, d)
+        return Ran(events, scale, n_clipped=backend.n_rows_clipped,
+                   values=dict(theta=np.stack(thetas), sizes=sizes, backend=backend.name, n_iter=T))
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        theta = ran.values["theta"]  # (1 or k, d)
         if self.fit_intercept:
             self.coef_, self.intercept_ = theta[:, :-1].copy(), theta[:, -1] * self._c0()
         else:
             self.coef_, self.intercept_ = theta.copy(), np.zeros(theta.shape[0])
-        self.multi_class_ = "binary" if k == 2 else "ovr"
-        self.n_parties_ = m
-        self.party_sizes_ = sizes
-        self.backend_ = backend.name
-        self.n_iter_ = n_iter_attribute(self, T)
-        release(self, events, derived=derived, noise_scale=scale, n_clipped=backend.n_rows_clipped)
-        return self
+        self.multi_class_ = "binary" if theta.shape[0] == 1 else "ovr"
+        self.n_parties_ = len(ran.values["sizes"])
+        self.party_sizes_ = ran.values["sizes"]
+        self.backend_ = ran.values["backend"]
+        self.n_iter_ = n_iter_attribute(self, ran.values["n_iter"])
 
     def _run_protocol(self, backend, agg, shares_of, scale, T, d, sizes, column):
         """One binary fit (labels ``ys[:, column]`` for one-vs-rest): its released aggregates' result."""
