@@ -506,7 +506,7 @@ def _solver_cases(epsilon, delta):
         est = DPSparseLinearRegression(
             epsilon=epsilon, delta=delta, n_nonzero_coefs=2, solver=solver, clip_norm=1.0, label_bound=1.0,
             fit_intercept=False, max_iter={"dp_ight": 3, "dp_fw_l1": 1}.get(solver),
-            solver_options={"n_blocks": 4} if solver == "two_stage" else None)
+            solver_options={"two_stage": {"n_blocks": 4}}.get(solver))
         cases[solver] = (est, (X0, y0))
     # noisy_iht: the mirrored canary moves the scores |v_j| alike in both worlds, so its selections cannot be
     # seen; one iteration with most of the budget on the released values is the Gaussian step the canary
