@@ -72,8 +72,8 @@ class FitPlan:
     solver : Solver or None
         The solver the fit runs (one-vs-rest where the public class set has
         more than two classes).
-    view : Problem or None
-        The solver's data-free problem the plan was made on.
+    view : PublicProblem, PublicSparseProblem or None
+        The solver's data-free problem the plan was made on (:func:`skdp.solvers.public_view`).
     spec : dict
         The estimator's further public decisions (loss, targets' bounds,
         coefficient ball, ...).

@@ -296,7 +296,7 @@ def weigh(S, sample_weight):
     Weights multiply a row's derivative **after** clipping, so a row of weight
     ``w_i <= W`` contributes at most ``W`` times the clip norm: every
     sensitivity built on a per-example bound scales with the public ``W``
-    (:attr:`skdp.solvers.Problem.max_sample_weight`).
+    (:attr:`skdp.solvers.PublicProblem.max_sample_weight`).
     """
     if sample_weight is None:
         return S

@@ -15,7 +15,7 @@ from skdp import DPLogisticRegression, DPRidge
 from skdp.audit import epsilon_lower_bound
 from skdp.losses import LogisticLoss
 from skdp.penalties import L2Penalty, NormBall
-from skdp.solvers import Problem
+from skdp.solvers import PublicProblem
 
 N_FITS = 300  # per world; half choose the threshold, half estimate the rates
 CLAIM = 1.0
@@ -122,8 +122,8 @@ def ledger_clf(**kw):
 
 def planning_problem(n, d, loss=None, data_norm=1.0, radius=1.0, geometry_p=1.0, inf=None, clip=None,
                      label_bound=None, options=None):
-    """A data-free Problem (the public view planning reads): logistic loss and an l_p ball by default."""
-    return Problem(X=None, y=None, norms=None, loss=loss or LogisticLoss(), penalty=L2Penalty(0.0),
-                   data_norm=data_norm, label_bound=label_bound, coef_norm=radius, n_samples=n, n_features=d,
-                   constraint=NormBall(geometry_p, radius), inf_norm_bound=inf, clip_norm=clip,
-                   options=dict(options or {}))
+    """A data-free problem (a PublicProblem, what planning reads): logistic loss and an l_p ball by default."""
+    return PublicProblem(loss=loss or LogisticLoss(), penalty=L2Penalty(0.0), data_norm=data_norm,
+                         label_bound=label_bound, coef_norm=radius, n_samples=n, n_features=d,
+                         constraint=NormBall(geometry_p, radius), inf_norm_bound=inf, clip_norm=clip,
+                         options=dict(options or {}))

@@ -20,15 +20,15 @@ from skdp.losses import LogisticLoss, MultinomialLoss
 from skdp.penalties import L2Penalty
 from skdp.privacy import GaussianEvent, PrivacyBudget, gdp_mu
 from skdp.privacy.mechanisms import record_draws
-from skdp.solvers import Problem, get_solver
+from skdp.solvers import PublicProblem, get_solver
 
 from ._helpers import CORE_SOLVERS, make_clf
 
 
 def _problem(n, p, loss, K=2.0, **kw):
     k = getattr(loss, "n_classes", 1) if loss.name == "multinomial" else 1
-    return Problem(X=None, y=None, norms=None, loss=loss, penalty=L2Penalty(1.0 / n), data_norm=K,
-                   n_outputs=k, n_samples=n, n_features=p, clip_norm=K * loss.initial_derivative_bound(), **kw)
+    return PublicProblem(loss=loss, penalty=L2Penalty(1.0 / n), data_norm=K, n_outputs=k, n_samples=n, n_features=p,
+                         clip_norm=K * loss.initial_derivative_bound(), **kw)
 
 
 @pytest.mark.parametrize("n, p, loss, eps", [(1257, 65, MultinomialLoss(10), 1.0), (398, 31, LogisticLoss(), 1.0),

@@ -7,8 +7,6 @@ check runs for every registered solver in ``test_draws.py``.
 """
 
 import math
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -17,9 +15,9 @@ from skdp import DPSparseLinearRegression, DPSparseLogisticRegression, list_solv
 from skdp.losses import LogisticLoss, SquaredLoss
 from skdp.penalties import hard_threshold
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, PrivacyBudget, price
-from skdp.solvers import get_solver
+from skdp.solvers import get_solver, public_view
 from skdp.solvers.peeling import gradient_step, noisy_iht_sensitivities, peel
-from skdp.solvers.sparse import SparseProblem, ight
+from skdp.solvers.sparse import PublicSparseProblem, SparseProblem, ight
 
 from ._helpers import CLAIM, UNDER, empirical_epsilon_lower_bound
 
@@ -31,9 +29,8 @@ VECTORS = [(5, 10, 40.451304, 18.090373), (10, 20, 80.902607, 25.583651), (20, 3
 
 def _public_problem(s, T, share=None, free=None, n=1000, p=50, clip=2.0, eta=0.5, loss=SquaredLoss()):
     options = {} if share is None else {"selection_share": share}
-    return SparseProblem(X=None, y=None, loss=loss, n_nonzero=s, feature_bound=1.0, free=free, clip=clip,
-                         clip_order=np.inf, learning_rate=eta, max_iter=T, options=options, n_samples=n,
-                         n_features=p)
+    return PublicSparseProblem(loss=loss, n_nonzero=s, feature_bound=1.0, free=free, clip=clip, clip_order=np.inf,
+                               learning_rate=eta, max_iter=T, options=options, n_samples=n, n_features=p)
 
 
 @pytest.mark.parametrize("s, T, beta_unit, sigma_unit", VECTORS)
@@ -152,7 +149,7 @@ def _canary_scores(n_fits=300):
     """Coefficient 2 over seeded runs in each world: the canary moves it through the selection and the value."""
     solver = get_solver("noisy_iht")
     worlds = _canary_problems()
-    public = replace(worlds[0], X=None, y=None, n_samples=41, n_features=3)
+    public = public_view(worlds[0])  # n = 41, p = 3
     plan = solver.make_plan(public, PrivacyBudget(CLAIM, 1e-5))  # the data-free view plans for both worlds
     return [np.array([solver.run(prob, plan, np.random.RandomState(seed)).coef[2] for seed in range(n_fits)])
             for prob in worlds]
@@ -192,8 +189,8 @@ def test_default_of_the_sparse_estimators_recovers_the_support_and_is_priced_as_
     assert [type(e) for e in est.privacy_events_[:3]] == [BoundedRangeEvent] * 3
     assert sum(e.epsilon for e in est.privacy_events_[:3]) == pytest.approx(0.1)
     basic = get_solver("noisy_iht").plan(
-        SparseProblem(X=None, y=None, loss=SquaredLoss(), n_nonzero=5, feature_bound=1.0, free=300,
-                      clip=est.clip_norm_, clip_order=np.inf, n_samples=4000, n_features=301),
+        PublicSparseProblem(loss=SquaredLoss(), n_nonzero=5, feature_bound=1.0, free=300, clip=est.clip_norm_,
+                            clip_order=np.inf, n_samples=4000, n_features=301),
         PrivacyBudget(0.9, 1e-5))
     assert [type(e) for e in est.privacy_events_[3:]] == [type(e) for e in basic]
     assert est.privacy_events_[3].epsilon > basic[0].epsilon and est.privacy_events_[4].sigma < basic[1].sigma

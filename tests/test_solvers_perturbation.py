@@ -66,7 +66,8 @@ def test_output_pert_sensitivity_bound_holds_empirically(clf_data):
 
     def run(Xr, yr):
         b = bound_features(Xr, 3.0, True, 1.0)
-        prob = Problem(b.X, yr, b.row_norms, LogisticLoss(), L2Penalty(0.1), 3.0, max_iter=200)
+        prob = Problem(X=b.X, y=yr, norms=b.row_norms, loss=LogisticLoss(), penalty=L2Penalty(0.1), data_norm=3.0,
+                       max_iter=200)
         w = np.zeros(prob.coef_shape)
         eta = solver.learning_rate(prob)
         for _ in range(200):

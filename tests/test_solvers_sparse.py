@@ -16,7 +16,7 @@ from skdp.losses import LogisticLoss, SquaredLoss
 from skdp.penalties import hard_threshold
 from skdp.privacy import BoundedRangeEvent, GaussianEvent, PrivacyBudget, price
 from skdp.solvers import get_solver, sparse
-from skdp.solvers.sparse import SparseProblem, ight, teacher_sensitivity
+from skdp.solvers.sparse import PublicSparseProblem, SparseProblem, ight, teacher_sensitivity
 
 
 def _gdp_mu(eps, delta):
@@ -57,8 +57,8 @@ def _problem(X, y, loss, s, clip, order=2, **kw):
 
 def test_dp_ight_noise_matches_card_worked_numbers():
     solver = get_solver("dp_ight")
-    prob = SparseProblem(X=None, y=None, loss=SquaredLoss(), n_nonzero=10, feature_bound=1.0, clip=1.0,
-                         n_samples=1000, n_features=50)
+    prob = PublicSparseProblem(loss=SquaredLoss(), n_nonzero=10, feature_bound=1.0, clip=1.0, n_samples=1000,
+                               n_features=50)
     sigma = solver.noise_std(prob, PrivacyBudget(1.0, 1e-5), 100)
     assert sigma == pytest.approx(0.0746126, rel=1e-5)  # card 1.4, exact GDP
     assert sigma == pytest.approx(2 * math.sqrt(100) / (1000 * _gdp_mu(1.0, 1e-5)), rel=1e-7)  # independent
@@ -177,8 +177,8 @@ def test_dpsl_kt_zero_noise_student_recovers_teacher(under_noise):
 # -- dp_fw_l1 -------------------------------------------------------------------------------
 def test_dp_fw_selection_epsilon_and_scale():
     solver = get_solver("dp_fw_l1")
-    prob = SparseProblem(X=None, y=None, loss=SquaredLoss(), n_nonzero=10, feature_bound=1.0, clip=1.0,
-                         clip_order=np.inf, n_samples=1000, n_features=50, options={"l1_radius": 1.0})
+    prob = PublicSparseProblem(loss=SquaredLoss(), n_nonzero=10, feature_bound=1.0, clip=1.0, clip_order=np.inf,
+                               n_samples=1000, n_features=50, options={"l1_radius": 1.0})
     eps0 = solver.selection_epsilon(prob, PrivacyBudget(1.0, 1e-5), 50)
     # card 4.4: zCDP calibration gives 0.0577165; our accountant may only certify more per step
     assert eps0 >= 0.0577165 * (1 - 1e-6)

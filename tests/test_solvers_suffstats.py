@@ -11,7 +11,7 @@ from skdp import DPRidge, PrivacyBudget
 from skdp.losses import SquaredLoss
 from skdp.penalties import L2Penalty
 from skdp.privacy import price
-from skdp.solvers import Problem, get_solver
+from skdp.solvers import Problem, PublicProblem, get_solver
 
 from ._helpers import CLAIM, UNDER, canary_scores, canary_worlds, empirical_epsilon_lower_bound
 
@@ -70,9 +70,8 @@ def test_replace_one_sensitivities_are_sound_and_attained():
         lam = np.linalg.eigvalsh(G + np.outer(a, a))[0] - np.linalg.eigvalsh(G + np.outer(b, b))[0]
         D = np.outer(a, a) - np.outer(b, b)
         worst = np.maximum(worst, [abs(lam), np.linalg.norm(D[iu]), np.linalg.norm(a * ya - b * yb)])
-    sens = get_solver("adassp").sensitivities(Problem(X=None, y=None, norms=None, loss=SquaredLoss(),
-                                                      penalty=L2Penalty(0.0), data_norm=K, label_bound=B,
-                                                      n_samples=10, n_features=p))
+    sens = get_solver("adassp").sensitivities(PublicProblem(loss=SquaredLoss(), penalty=L2Penalty(0.0), data_norm=K,
+                                                            label_bound=B, n_samples=10, n_features=p))
     assert np.all(worst <= np.array(sens) * (1 + 1e-12))
     assert worst[1] >= 0.999 * sens[1] and worst[2] >= 0.999 * sens[2]  # tight
 

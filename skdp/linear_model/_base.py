@@ -26,7 +26,7 @@ from ..penalties import L2Penalty, NonconvexPenalty
 from ..privacy import BoundedRangeEvent, GaussianEvent
 from ..privacy.quantile import DEFAULT_NORM_GRID, DEFAULT_SIGNED_GRID, private_quantile_from_counts
 from ..solvers._base import selection_secure_option
-from ..solvers import SOLVERS, Problem, SolverChoice, get_solver, public_view
+from ..solvers import SOLVERS, Problem, PublicProblem, SolverChoice, get_solver, public_view
 
 __all__ = ["DPLinearModel", "LinearData", "selection_epsilon", "solver_budget", "warn_unreliable_selection",
            "refuse_unreliable_selection"]
@@ -278,7 +278,8 @@ class DPLinearModel(BaseEstimator):
     def _problem(self, n, loss, n_outputs, data_norm, *, X=None, y=None, norms=None, label_bound=None,
                  coef_norm=None, clip_norm=None, solver=None, n_features=None, inf_norm_bound=None,
                  sample_weight=None):
-        """The solver's problem; data-free (``X=None``) when used for planning.
+        """The solver's problem: a :class:`~skdp.solvers.Problem` over ``X``, or its data-free
+        :class:`~skdp.solvers.PublicProblem` without ``X`` (planning).
 
         ``max_sample_weight`` of the problem is the public weight bound (:func:`skdp._weights.weight_bound`)
         whether or not ``sample_weight`` (the rows' weights, ``None``: all 1) is given.
@@ -294,10 +295,7 @@ class DPLinearModel(BaseEstimator):
             # surrogate with the same smoothness, so every gradient solver's
             # proof holds with G = clip_norm; obj_pert ignores it (exact loss).
             clip_norm = data_norm * loss.initial_derivative_bound(label_bound)
-        return Problem(
-            X=X,
-            y=y,
-            norms=norms,
+        public = dict(
             loss=loss,
             penalty=(NonconvexPenalty(self._alpha_for(solver, n)) if getattr(self, "penalty", "l2") == "nonconvex"
                      else L2Penalty(self._alpha_for(solver, n, data_norm), radius=coef_norm)),
@@ -314,9 +312,11 @@ class DPLinearModel(BaseEstimator):
             inf_norm_bound=inf_norm_bound,
             intercept_index=_intercept_row(self.fit_intercept, X, n_features),
             options=dict(self.solver_options or {}),
-            sample_weight=sample_weight,
             max_sample_weight=weight_bound(self),
         )
+        if X is None:  # planning
+            return PublicProblem(**public)
+        return Problem(X=X, y=y, norms=norms, sample_weight=sample_weight, **public)
 
     def _plan_spec(self, public, shape):  # pragma: no cover - abstract
         """The estimator's public decisions: ``dict(solver, loss, n_outputs, label_bound, coef_norm, guaranteed)``.

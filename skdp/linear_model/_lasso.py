@@ -14,7 +14,7 @@ from ..losses import SquaredLoss
 from ..penalties import L2Penalty
 from ..privacy import BoundedRangeEvent
 from ..solvers._base import selection_secure_option
-from ..solvers import Problem, SolverChoice, get_solver
+from ..solvers import Problem, PublicProblem, SolverChoice, get_solver
 from .._plan import FitPlan, PublicFit, make_plan, public_fit
 from .._fit import Bounds, private_fit, run_solver
 from .._predict import LinearRegressorMixin
@@ -272,18 +272,22 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         return float(coef_norm) / bound
 
     def _problem(self, solver, n, n_features, bound, X=None, y=None, norms=None, sample_weight=None):
+        """The solver's :class:`~skdp.solvers.Problem` over ``X``, or its data-free
+        :class:`~skdp.solvers.PublicProblem` without ``X`` (planning)."""
         p = n_features + int(self.fit_intercept)
         R = float(self.feature_bound)
         radius = self._radius(n, bound)
         options = dict(self.solver_options or {})
         options.pop("geometry", None)
-        return Problem(
-            X=X, y=y, norms=None if X is None else norms, loss=SquaredLoss(),
-            penalty=L2Penalty(0.0, radius=radius), data_norm=R * math.sqrt(p), label_bound=1.0,
+        public = dict(
+            loss=SquaredLoss(), penalty=L2Penalty(0.0, radius=radius), data_norm=R * math.sqrt(p), label_bound=1.0,
             coef_norm=radius, max_iter=self.max_iter, verbose=self.verbose, options=options, n_samples=n,
             n_features=p, constraint=solver.make_constraint({"geometry": "l1"}, radius), inf_norm_bound=R,
-            sample_weight=sample_weight, max_sample_weight=weight_bound(self),
+            max_sample_weight=weight_bound(self),
         )
+        if X is None:  # planning
+            return PublicProblem(**public)
+        return Problem(X=X, y=y, norms=norms, sample_weight=sample_weight, **public)
 
     def _plan(self, public):
         """The fit's :class:`~skdp._plan.FitPlan` (see :func:`skdp._plan.make_plan`).

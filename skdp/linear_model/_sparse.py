@@ -14,7 +14,7 @@ from ..losses import LogisticLoss, SquaredLoss
 from ..privacy import BoundedRangeEvent
 from ..solvers._base import selection_secure_option
 from ..solvers import SolverChoice, get_solver
-from ..solvers.sparse import SparseProblem
+from ..solvers.sparse import PublicSparseProblem, SparseProblem
 from .._weights import (CLASS_WEIGHT_CONSTRAINTS, WEIGHT_CONSTRAINTS, check_weight_params, class_weighted, row_weights,
                         sample_weights, weight_bound)
 from ._base import refuse_unreliable_selection, selection_epsilon, solver_budget
@@ -124,17 +124,24 @@ class _DPSparseBase(BaseEstimator):
         return self.bound_budget_fraction * self.epsilon / self._n_auto_selections(solver)
 
     def _problem(self, solver, n, n_features, X=None, y=None, clip=None, sample_weight=None):
-        """The solver's problem; ``clip`` is the estimator's clip norm, the problem's is ``W`` times it."""
+        """The solver's :class:`~skdp.solvers.SparseProblem` over ``X``, or its data-free
+        :class:`~skdp.solvers.PublicSparseProblem` without ``X`` (planning).
+
+        ``clip`` is the estimator's clip norm, the problem's is ``W`` times it.
+        """
         p = n_features + bool(self.fit_intercept)
         W = weight_bound(self)
-        return SparseProblem(
-            X=X, y=y, loss=self._loss(), n_nonzero=min(self._n_nonzero(n_features), n_features),
+        public = dict(
+            loss=self._loss(), n_nonzero=min(self._n_nonzero(n_features), n_features),
             feature_bound=float(self.feature_bound), free=(p - 1) if self.fit_intercept else None,
             label_bound=self._label_bound_public(), clip=None if clip is None else W * clip,
             clip_order=solver.clip_order, learning_rate=self.learning_rate, max_iter=self.max_iter,
             options=dict(self.solver_options or {}), verbose=self.verbose, n_samples=n, n_features=p,
-            sample_weight=sample_weight, max_sample_weight=W,
+            max_sample_weight=W,
         )
+        if X is None:  # planning
+            return PublicSparseProblem(**public)
+        return SparseProblem(X=X, y=y, sample_weight=sample_weight, **public)
 
     def _plan(self, public):
         """The fit's :class:`~skdp._plan.FitPlan` (see :func:`skdp._plan.make_plan`).

@@ -2,13 +2,15 @@
 
 from sklearn.base import is_classifier
 
-from ._base import (SOLVERS, Problem, Solver, SolverChoice, SolverPlan, SolverResult, get_solver, public_view,
-                    register, repeated_gaussian_plan)
+from ._base import (SOLVERS, Problem, PublicProblem, Solver, SolverChoice, SolverPlan, SolverResult, get_solver,
+                    public_view, register, repeated_gaussian_plan)
 from . import (constrained, gradient, nonconvex, peeling, perturbation, sgd, sparse,  # noqa: F401  (registration)
                suffstats)
+from .sparse import PublicSparseProblem, SparseProblem
 
-__all__ = ["SOLVERS", "Problem", "Solver", "SolverChoice", "SolverPlan", "SolverResult", "get_solver", "register",
-           "list_solvers", "estimator_solvers", "public_view", "repeated_gaussian_plan"]
+__all__ = ["SOLVERS", "PublicProblem", "Problem", "PublicSparseProblem", "SparseProblem", "Solver",
+           "SolverChoice", "SolverPlan", "SolverResult", "get_solver", "register", "list_solvers", "estimator_solvers",
+           "public_view", "repeated_gaussian_plan"]
 
 
 def _privacy_notion(s):

@@ -17,11 +17,11 @@ from ..losses import CAPABILITIES, LOSSES, get_loss
 from ..privacy import GaussianEvent, ZCDPEvent, calibrate_gaussian, gaussian_noise, zcdp_rho
 from ..privacy.discrete import secure_gaussian_release, secure_gaussian_sensitivity
 from ..privacy.discrete import secure_selection_plan, select  # noqa: F401 - the solvers' selections
-from ._problem import (Problem, Progress, RowPrefetch, batch_rows, public_view, report_phase,  # noqa: F401
-                       report_rows)
+from ._problem import (Problem, Progress, PublicProblem, RowPrefetch, batch_rows, public_view,  # noqa: F401
+                       report_phase, report_rows)
 
-__all__ = ["Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS", "SolverChoice",
-           "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
+__all__ = ["PublicProblem", "Problem", "SolverPlan", "SolverResult", "Solver", "register", "get_solver", "SOLVERS",
+           "SolverChoice", "public_view", "repeated_gaussian_plan", "unit_interval_option", "Progress", "report_rows",
            "report_phase", "batch_rows", "RowPrefetch", "run_closing", "secure_noise_option", "selection_secure_option",
            "secure_repeated_plan", "secure_zcdp_rho", "noisy_release", "select", "secure_selection_plan"]
 
@@ -185,7 +185,7 @@ class Solver:
         Whether it fits ``k > 1`` regression targets jointly (``y`` of shape
         ``(n, k)``, ``(p, k)`` coefficients) with its proof intact: each
         per-example contribution is bounded in Frobenius norm through
-        ``||y_i||_2 <= label_bound`` (see :class:`Problem`), so the whole
+        ``||y_i||_2 <= label_bound`` (see :class:`PublicProblem`), so the whole
         ``(p, k)`` release has one sensitivity.
     """
 
@@ -289,9 +289,11 @@ class Solver:
     def make_plan(self, problem, budget):  # pragma: no cover - abstract
         """The :class:`SolverPlan` for ``problem`` at ``budget``.
 
-        ``problem`` is data-free (:func:`public_view`): every sensitivity,
-        noise scale and schedule depends only on ``n``, ``p``, the bounds and
-        the settings, never on the data.
+        ``problem`` is data-free: a :class:`PublicProblem` (a
+        :class:`~skdp.solvers.sparse.PublicSparseProblem` for the sparse
+        solvers), the :func:`public_view` of the problem :meth:`run` gets, with
+        no data attribute to read. Every sensitivity, noise scale and schedule
+        depends only on ``n``, ``p``, the bounds and the settings, never on the data.
         """
         raise NotImplementedError
 

@@ -1,16 +1,18 @@
 """The bounded problem a solver reads: the rows behind their bounds, the loss, the penalty, and what is public.
 
-:class:`Problem` holds a fit's bounded design and labels with the public
-bounds every sensitivity is built on; :func:`public_view` is its data-free
-view, the only thing a plan may read. The mini-batch machinery (row
-gathering ahead of use, progress reports) lives here too.
+:class:`PublicProblem` is what a plan may read: ``n``, ``p``, the loss, the
+penalty and the public bounds every sensitivity is built on, and no data
+attribute at all. :class:`Problem` extends it with a fit's bounded design and
+labels; :func:`public_view` gives a problem's :class:`PublicProblem`, the only
+thing a plan reads. The mini-batch machinery (row gathering ahead of use,
+progress reports) lives here too.
 """
 
 import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from scipy import sparse
@@ -19,7 +21,8 @@ from .._blas import cpus
 from ..bounds import BoundedDesign
 from ..losses import ScreenedSquaredGradient, clip_derivatives, clipped_mean_gradient, take_rows, weigh
 
-__all__ = ["Problem", "public_view", "Progress", "report_rows", "report_phase", "batch_rows", "RowPrefetch"]
+__all__ = ["PublicProblem", "Problem", "HasRows", "public_view", "Progress", "report_rows", "report_phase",
+           "batch_rows", "RowPrefetch"]
 
 #: the mini-batch rows of a dense float64 design of at least this many bytes are gathered ahead (:class:`RowPrefetch`)
 PREFETCH_MIN_BYTES = 1 << 24
@@ -194,32 +197,72 @@ class RowPrefetch:
             self._owner._prefetch = None
 
 
-@dataclass
-class Problem:
-    """A bounded GLM problem ``min (1/n) sum phi(<w, x_i>, y_i) + (alpha/2)||w||^2``.
+@dataclass(kw_only=True)
+class PublicProblem:
+    """What a plan may read of a bounded GLM problem: ``n``, ``p``, the loss, the penalty, the bounds, the settings.
 
-    ``X`` rows satisfy ``||x_i|| <= data_norm`` (intercept column included);
+    The problem is ``min (1/n) sum phi(<w, x_i>, y_i) + (alpha/2)||w||^2`` over
+    rows with ``||x_i|| <= data_norm`` (intercept column included);
     regression labels satisfy ``|y_i| <= label_bound`` (with ``n_outputs = k > 1``
-    regression targets, ``y`` is ``(n, k)`` and ``||y_i||_2 <= label_bound``: the
-    bound is on each row's label vector, so every per-example gradient and
-    every sufficient statistic is bounded jointly over the targets);
-    ``coef_norm`` is the radius ``M`` of the ball the coefficients are
-    constrained to (Frobenius for ``(p, k)`` coefficients; ``None`` when
-    unconstrained). Only ``n`` and the bounds enter any sensitivity.
+    regression targets, ``||y_i||_2 <= label_bound``: the bound is on each
+    row's label vector, so every per-example gradient and every sufficient
+    statistic is bounded jointly over the targets); ``coef_norm`` is the
+    radius ``M`` of the ball the coefficients are constrained to (Frobenius
+    for ``(p, k)`` coefficients; ``None`` when unconstrained). Only ``n`` and
+    the bounds enter any sensitivity.
+
+    This type has no data attributes at all: reading ``X``, ``y``, ``norms``
+    or ``sample_weight`` raises :class:`AttributeError`, so a solver's
+    :meth:`~skdp.solvers.Solver.make_plan`, which receives one (see
+    :func:`public_view`), cannot read a row. :class:`Problem` is the same
+    problem with its rows. Every field is keyword-only.
 
     Weighted fits minimise ``(1/n) sum w_i phi(<w, x_i>, y_i) + penalty`` with
-    ``0 <= w_i <= W`` (``sample_weight``, ``max_sample_weight = W``, public):
-    a row's weight multiplies its (clipped) per-example gradient
-    (:meth:`weights`), so :attr:`lipschitz_bound`, :attr:`gradient_bound`,
-    :attr:`smoothness` and :attr:`hessian_bound` are ``W`` times the loss's and
-    every sensitivity built on them scales with ``W``; :attr:`clip` stays the
-    clip norm of the unweighted per-example gradient. ``n`` stays the public
-    number of rows (not the sum of the weights).
+    ``0 <= w_i <= W`` (``max_sample_weight = W``, public): a row's weight
+    multiplies its (clipped) per-example gradient, so
+    :attr:`lipschitz_bound`, :attr:`gradient_bound`, :attr:`smoothness` and
+    :attr:`hessian_bound` are ``W`` times the loss's and every sensitivity
+    built on them scales with ``W``; :attr:`clip` stays the clip norm of the
+    unweighted per-example gradient. ``n`` stays the public number of rows
+    (not the sum of the weights).
+
+    Parameters
+    ----------
+    loss : Loss
+        The GLM loss ``phi`` (:mod:`skdp.losses`).
+    penalty : Penalty
+        The penalty (:mod:`skdp.penalties`).
+    data_norm : float
+        Public bound on every row's L2 norm, intercept column included.
+    n_outputs : int, default=1
+        Number of targets or classes ``k`` (coefficients ``(p, k)`` when ``k > 1``).
+    label_bound : float, default=None
+        Public bound on each row's label (vector) norm for regression.
+    coef_norm : float, default=None
+        Radius of the coefficient ball, ``None`` when unconstrained.
+    max_iter : int, default=None
+        The solver's number of iterations (``None``: its default).
+    verbose : int, default=0
+        Progress lines of the run (:class:`Progress`).
+    options : dict, default={}
+        The estimator's ``solver_options``.
+    n_samples : int, default=None
+        The public number of rows ``n``.
+    n_features : int, default=None
+        The number of columns ``p``, intercept column included (``None``: not given;
+        :attr:`p` then raises for a solver whose noise depends on it).
+    constraint : NormBall, default=None
+        The constrained solvers' constraint set, else ``None``.
+    inf_norm_bound : float, default=None
+        Public bound on ``max_j |x_ij|`` when tighter than ``data_norm`` (coordinate clipping).
+    intercept_index : int, default=None
+        The row of ``coef`` that holds the intercept (its constant column), else ``None``.
+    max_sample_weight : float, default=1.0
+        Public bound ``W`` on the row weights.
+    clip_norm : float, default=None
+        Per-example gradient clip norm requested by the estimator (``None``: the loss's own bound).
     """
 
-    X: object
-    y: np.ndarray
-    norms: np.ndarray
     loss: object
     penalty: object
     data_norm: float
@@ -229,10 +272,9 @@ class Problem:
     max_iter: int = None
     verbose: int = 0
     options: dict = field(default_factory=dict)
-
-    #: number of rows when ``X`` is ``None`` (a data-free problem used for planning)
+    #: the public number of rows
     n_samples: int = None
-    #: number of columns (intercept included) when ``X`` is ``None``
+    #: the number of columns (intercept included)
     n_features: int = None
     #: constraint set of the constrained solvers (a :class:`~skdp.penalties.NormBall`), else ``None``
     constraint: object = None
@@ -240,20 +282,19 @@ class Problem:
     inf_norm_bound: float = None
     #: row of ``coef`` that holds the intercept (its constant column), else ``None``
     intercept_index: int = None
-    #: row weights in ``[0, max_sample_weight]`` (data, hidden by :func:`public_view`); ``None``: all 1
-    sample_weight: np.ndarray = None
     #: public bound ``W`` on the row weights: every per-example bound is ``W`` times the loss's
     max_sample_weight: float = 1.0
+    #: per-example gradient clip norm requested by the estimator (``None``: the loss's own bound)
+    clip_norm: float = None
 
     @property
     def n(self):
-        return self.X.shape[0] if self.X is not None else int(self.n_samples)
+        """The public number of rows."""
+        return int(self.n_samples)
 
     @property
     def p(self):
         """Number of columns (intercept column included)."""
-        if self.X is not None:
-            return self.X.shape[1]
         if self.n_features is None:
             raise ValueError("This solver's noise depends on the number of features; pass n_features.")
         return int(self.n_features)
@@ -274,9 +315,6 @@ class Problem:
             r = float(self.inf_norm_bound)
             bound = min(bound, r if math.isinf(q) else r * self.p ** (1.0 / q))
         return bound
-
-    #: per-example gradient clip norm requested by the estimator (``None``: the loss's own bound)
-    clip_norm: float = None
 
     @property
     def weight_bound(self):
@@ -320,6 +358,65 @@ class Problem:
     def hessian_bound(self):
         """Largest eigenvalue of one weighted per-example Hessian, ``W`` times the loss's."""
         return self.weight_bound * self.loss.hessian_bound(self.data_norm)
+
+
+#: the data-free type :func:`public_view` gives for a :class:`PublicProblem` or any subclass (:class:`Problem`)
+PublicProblem.public_type = PublicProblem
+
+
+class HasRows:
+    """What a problem with its rows adds to its public type: ``X`` is required, ``n`` and ``p`` are its shape.
+
+    The base of :class:`Problem` and :class:`~skdp.solvers.SparseProblem` (before their public type, whose
+    ``n`` and ``p`` are the public ``n_samples`` and ``n_features``).
+    """
+
+    def __post_init__(self):
+        if self.X is None:
+            raise TypeError(f"A {type(self).__name__} holds its rows (X=None given); a data-free problem is a "
+                            f"{self.public_type.__name__} (see skdp.solvers.public_view).")
+
+    @property
+    def n(self):
+        """Number of rows (of ``X``)."""
+        return self.X.shape[0]
+
+    @property
+    def p(self):
+        """Number of columns (of ``X``, intercept column included)."""
+        return self.X.shape[1]
+
+
+@dataclass(kw_only=True)
+class Problem(HasRows, PublicProblem):
+    """A bounded GLM problem with its rows: a :class:`PublicProblem` plus the bounded data a solver's run reads.
+
+    ``X`` rows satisfy ``||x_i|| <= data_norm``, ``y`` the label bounds, and
+    ``sample_weight`` (``None``: all 1) lies in ``[0, max_sample_weight]``: a
+    row's weight multiplies its (clipped) per-example gradient
+    (:meth:`weights`). :attr:`n` and :attr:`p` are read from ``X``'s shape
+    (``n_samples`` and ``n_features`` are then not read). Plans are made on
+    :func:`public_view` of a problem, never on the problem itself.
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix or bounded design of shape (n_samples, n_features)
+        The bounded rows (never ``None``: a data-free problem is a :class:`PublicProblem`).
+    y : ndarray
+        The encoded labels, ``(n,)`` or ``(n, k)``.
+    norms : ndarray of shape (n_samples,) or None
+        The rows' L2 norms (``None`` where the solver does not clip by them).
+    sample_weight : ndarray of shape (n_samples,), default=None
+        The row weights in ``[0, max_sample_weight]``; ``None``: all 1.
+    **public
+        The fields of :class:`PublicProblem`.
+    """
+
+    X: object
+    y: np.ndarray
+    norms: np.ndarray
+    #: row weights in ``[0, max_sample_weight]`` (data, hidden by :func:`public_view`); ``None``: all 1
+    sample_weight: np.ndarray = None
 
     def weights(self, rows=None):
         """The row weights (of ``rows``), or ``None`` when every weight is 1."""
@@ -580,13 +677,29 @@ class Problem:
 
 
 def public_view(problem):
-    """``problem`` without its data: only ``n``, ``p``, the bounds and the settings remain.
+    """The data-free problem of ``problem``: only ``n``, ``p``, the bounds and the settings remain.
 
     Plans are made from this view, so a plan *cannot* read a row: the same
     function of the same public quantities gives the ledger's charge (before
     the data is touched) and the fit's schedule and noise.
+
+    Parameters
+    ----------
+    problem : PublicProblem, Problem, PublicSparseProblem or SparseProblem
+        A problem with or without its rows.
+
+    Returns
+    -------
+    view : PublicProblem or PublicSparseProblem
+        The problem's ``public_type`` with every public field of ``problem``,
+        ``n_samples`` and ``n_features`` set to its :attr:`~PublicProblem.n` and
+        :attr:`~PublicProblem.p`; a data-free problem of that very type is returned unchanged.
     """
-    hidden = {f.name: None for f in fields(problem) if f.name in ("X", "y", "norms", "sample_weight")}
-    if problem.X is None:
+    public = getattr(type(problem), "public_type", None)
+    if public is None:
+        raise TypeError(f"public_view needs a PublicProblem or a PublicSparseProblem, got {type(problem).__name__}.")
+    if type(problem) is public:
         return problem
-    return replace(problem, **hidden, n_samples=problem.n, n_features=problem.p)
+    values = {f.name: getattr(problem, f.name) for f in fields(public) if f.init}
+    values.update(n_samples=problem.n, n_features=problem.p)
+    return public(**values)

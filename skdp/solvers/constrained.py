@@ -4,7 +4,7 @@ Each works on a :class:`~skdp.solvers.Problem` whose ``constraint`` is a
 :class:`~skdp.penalties.NormBall` of public radius ``r`` (the estimator's
 ``coef_norm``, or ``DPLasso``'s ``radius``). Every sensitivity is for
 **replace-one** neighbours with ``n`` public and uses only public constants:
-the dual-norm feature bound ``R_q`` (:meth:`Problem.dual_feature_bound`), the
+the dual-norm feature bound ``R_q`` (:meth:`~skdp.solvers.PublicProblem.dual_feature_bound`), the
 per-example Lipschitz constant ``L0`` and smoothness ``L1`` in the ball's
 geometry (from ``|<w, x>| <= ||w|| ||x||_*`` and ``grad f = phi' x``; the
 function class ``F(L0, L1)`` of Bassily, Guzman and Nandi 2021):
@@ -528,13 +528,13 @@ class DPAccMD(_BallSolver):
     def constants(self, problem):
         """``(G, L)``: the per-example L2 gradient bound and the smoothness in the ball's norm.
 
-        ``G`` is the smaller of :attr:`Problem.gradient_bound` and
+        ``G`` is the smaller of :attr:`~skdp.solvers.PublicProblem.gradient_bound` and
         ``K2 * dmax``, with ``K2`` the public L2 row bound and ``dmax`` the
         derivative bound from ``|<w, x>| <= ||w||_p ||x||_q`` on the ball
         (:func:`glm_constants`); both bound every clipped per-example gradient
         on the ball, where every gradient is taken. ``L`` is the smoothness of
         the mean loss from the dual norm ``||x||_q`` (``L1`` of
-        :func:`glm_constants`; the same as :attr:`Problem.smoothness` unless a
+        :func:`glm_constants`; the same as :attr:`~skdp.solvers.PublicProblem.smoothness` unless a
         coordinate bound is known), plus ``alpha``. ``L`` sets only the step
         sizes, never the noise.
         """

@@ -44,7 +44,7 @@ from ..privacy import (
 from ..privacy.discrete import secure_gaussian_release, secure_laplace_release
 from ..exceptions import UncertifiedSolutionError
 from ..penalties import project_l2_ball
-from ._base import Problem, Solver, SolverPlan, SolverResult, register, report_rows
+from ._base import Problem, PublicProblem, Solver, SolverPlan, SolverResult, register, report_rows
 
 __all__ = ["OutputPerturbation", "ObjectivePerturbation", "ObjectivePerturbationSVRG"]
 
@@ -250,11 +250,17 @@ class ObjectivePerturbation(Solver):
 
     @staticmethod
     def _binary(problem, y=None):
-        """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows."""
-        return Problem(problem.X, y, problem.norms, LogisticLoss(), problem.penalty, problem.data_norm,
-                       options=problem.options, n_samples=problem.n, n_features=problem.p,
-                       sample_weight=problem.sample_weight, max_sample_weight=problem.max_sample_weight,
-                       progress=problem.progress)
+        """One-vs-rest sub-problem: the binary logistic loss on the same bounded rows (labels ``y``).
+
+        The :class:`~skdp.solvers.PublicProblem` of that sub-problem for a data-free ``problem`` (planning).
+        """
+        public = dict(loss=LogisticLoss(), penalty=problem.penalty, data_norm=problem.data_norm,
+                      options=problem.options, n_samples=problem.n, n_features=problem.p,
+                      max_sample_weight=problem.max_sample_weight)
+        if not isinstance(problem, Problem):
+            return PublicProblem(**public)
+        return Problem(X=problem.X, y=y, norms=problem.norms, sample_weight=problem.sample_weight,
+                       progress=problem.progress, **public)
 
     def make_plan(self, problem, budget):
         k = problem.n_outputs

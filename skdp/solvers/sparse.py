@@ -6,7 +6,8 @@ the rigorous form described on the documentation page :doc:`/papers/wang2021`,
 for **replace-one** neighbours with ``n`` public. Each declares what it releases as events, and the shared
 accountant (:mod:`skdp.privacy.accounting`) prices and calibrates them.
 
-They work on a :class:`SparseProblem`: features clipped coordinate-wise to
+They run on a :class:`SparseProblem` and plan on its data-free
+:class:`PublicSparseProblem` (:func:`~skdp.solvers.public_view`): features clipped coordinate-wise to
 ``[-K, K]`` (``K = feature_bound``; the intercept, when fitted, is a constant
 column of value ``K`` that is never thresholded), labels encoded for the loss
 (``+-1`` for the logistic loss, centred reals for the squared loss), and a
@@ -56,11 +57,13 @@ from ..privacy import (
     zcdp_rho,
 )
 from ..privacy.discrete import secure_gaussian_release
-from ._base import (Problem, Solver, SolverPlan, SolverResult, get_solver, noisy_release, register,
+from ._problem import HasRows
+from ._base import (Problem, PublicProblem, Solver, SolverPlan, SolverResult, get_solver, noisy_release, register,
                     repeated_gaussian_plan, report_rows, secure_noise_option, secure_repeated_plan,
                     secure_selection_plan, select)
 
 __all__ = [
+    "PublicSparseProblem",
     "SparseProblem",
     "ight",
     "DPIGHT",
@@ -71,25 +74,60 @@ __all__ = [
 ]
 
 
-@dataclass
-class SparseProblem:
-    """``min (1/n) sum phi(<w, x_i>, y_i)`` subject to ``||w||_0 <= s``.
+@dataclass(kw_only=True)
+class PublicSparseProblem:
+    """What a sparse solver's plan may read of ``min (1/n) sum phi(<w, x_i>, y_i)`` subject to ``||w||_0 <= s``.
 
-    ``X`` has ``|x_ij| <= feature_bound`` for every entry (the intercept column,
-    index ``free``, holds the constant ``feature_bound``). ``clip`` is the
-    bound on each row's contribution, the per-example gradient in the
+    The rows have ``|x_ij| <= feature_bound`` for every entry (the intercept
+    column, index ``free``, holds the constant ``feature_bound``). ``clip`` is
+    the bound on each row's contribution, the per-example gradient in the
     ``clip_order`` norm, that the sensitivities use (``None`` when the solver
-    uses the bounds instead). Weighted fits (``sample_weight`` in
+    uses the bounds instead). Weighted fits (weights in
     ``[0, max_sample_weight]``, ``W = max_sample_weight`` public) minimise
     ``(1/n) sum w_i phi_i``: the unweighted gradient is clipped to
     ``clip / W`` (:attr:`unit_clip`) and then weighted, so ``clip`` bounds
     every weighted contribution (the estimators set ``clip`` to ``W`` times
     their clip norm). Only ``n``, ``p`` and the public bounds enter any
     sensitivity.
+
+    This type has no data attributes: reading ``X``, ``y`` or
+    ``sample_weight`` raises :class:`AttributeError`, so a sparse solver's
+    ``make_plan``, which receives one (:func:`~skdp.solvers.public_view`),
+    cannot read a row. :class:`SparseProblem` is the same problem with its
+    rows. Every field is keyword-only.
+
+    Parameters
+    ----------
+    loss : Loss
+        The GLM loss (squared or logistic).
+    n_nonzero : int
+        The sparsity ``s`` (the intercept column excluded).
+    feature_bound : float
+        The public bound ``K`` on every entry.
+    free : int, default=None
+        The intercept's column, never thresholded (``None``: no intercept).
+    label_bound : float, default=None
+        Public bound on the labels (squared loss).
+    clip : float, default=None
+        Bound on each row's weighted gradient in the ``clip_order`` norm.
+    clip_order : float, default=2
+        The norm ``clip`` is in (2 or ``numpy.inf``).
+    learning_rate : float, default=None
+        Step size (``None``: :meth:`default_learning_rate`).
+    max_iter : int, default=None
+        Iterations or selections (``None``: the solver's default).
+    options : dict, default={}
+        The estimator's ``solver_options``.
+    verbose : int, default=0
+        Progress lines of the run.
+    n_samples : int, default=None
+        The public number of rows ``n``.
+    n_features : int, default=None
+        The number of columns ``p``, intercept column included.
+    max_sample_weight : float, default=1.0
+        Public bound ``W`` on the row weights.
     """
 
-    X: object
-    y: np.ndarray
     loss: object
     n_nonzero: int
     feature_bound: float
@@ -103,23 +141,63 @@ class SparseProblem:
     verbose: int = 0
     n_samples: int = None
     n_features: int = None
-    #: row weights in ``[0, max_sample_weight]`` (``None``: all 1); data, never planned on
-    sample_weight: np.ndarray = None
     #: public bound ``W`` on the row weights
     max_sample_weight: float = 1.0
 
     @property
     def n(self):
-        return self.X.shape[0] if self.X is not None else int(self.n_samples)
+        """The public number of rows."""
+        return int(self.n_samples)
+
+    @property
+    def p(self):
+        """Number of columns (intercept column included)."""
+        return int(self.n_features)
 
     @property
     def unit_clip(self):
         """Clip norm of one row's unweighted gradient, ``clip / W`` (``None`` without clipping)."""
         return None if self.clip is None else self.clip / float(self.max_sample_weight)
 
-    @property
-    def p(self):
-        return self.X.shape[1] if self.X is not None else int(self.n_features)
+    def default_learning_rate(self):
+        """``1 / (W phi'' K^2)``: the largest diagonal entry any Hessian can have.
+
+        ``phi''`` is 1 (squared) or 1/4 (logistic), every feature is bounded
+        by ``K`` and every weight by ``W``, so no coordinate's curvature
+        exceeds this. Public; privacy does not depend on it.
+        """
+        return 1.0 / (self.loss.curvature * self.feature_bound**2 * float(self.max_sample_weight))
+
+
+#: the data-free type :func:`~skdp.solvers.public_view` gives for a sparse problem
+PublicSparseProblem.public_type = PublicSparseProblem
+
+
+@dataclass(kw_only=True)
+class SparseProblem(HasRows, PublicSparseProblem):
+    """A :class:`PublicSparseProblem` with its rows: what a sparse solver's run reads.
+
+    :attr:`n` and :attr:`p` are read from ``X``'s shape (``n_samples`` and
+    ``n_features`` are then not read); plans are made on its
+    :func:`~skdp.solvers.public_view`.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+        The clipped rows, ``|x_ij| <= feature_bound`` (never ``None``: a data-free
+        problem is a :class:`PublicSparseProblem`).
+    y : ndarray of shape (n_samples,)
+        The encoded labels.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Row weights in ``[0, max_sample_weight]``; ``None``: all 1.
+    **public
+        The fields of :class:`PublicSparseProblem`.
+    """
+
+    X: object
+    y: np.ndarray
+    #: row weights in ``[0, max_sample_weight]`` (``None``: all 1); data, never planned on
+    sample_weight: np.ndarray = None
 
     def row_norms(self):
         """Norms of the rows of ``X`` in the ``clip_order`` norm (cached)."""
@@ -146,15 +224,6 @@ class SparseProblem:
         report_rows(self, self.n)
         return clipped_mean_gradient(self.loss, self.X, self.y, coef, norms, self.unit_clip,
                                      sample_weight=self.sample_weight)
-
-    def default_learning_rate(self):
-        """``1 / (W phi'' K^2)``: the largest diagonal entry any Hessian can have.
-
-        ``phi''`` is 1 (squared) or 1/4 (logistic), every feature is bounded
-        by ``K`` and every weight by ``W``, so no coordinate's curvature
-        exceeds this. Public; privacy does not depend on it.
-        """
-        return 1.0 / (self.loss.curvature * self.feature_bound**2 * float(self.max_sample_weight))
 
     def objective(self, coef):
         Z = self.X @ coef
@@ -612,6 +681,9 @@ class TwoStage(_SparseSolver):
         return LaplaceEvent(2.0 * s / k, 2.0 * s / (k * eps1))
 
     def stage2_problem(self, problem, columns, n=None):
+        """Stage 2's problem on ``columns``: a :class:`~skdp.solvers.Problem` over those columns of a
+        :class:`SparseProblem`'s rows, or the :class:`~skdp.solvers.PublicProblem` planned on for a
+        :class:`PublicSparseProblem`."""
         K = problem.feature_bound
         R = problem.options.get("coef_norm")
         B = problem.label_bound
@@ -621,13 +693,13 @@ class TwoStage(_SparseSolver):
             R = float(R) if R is not None else B / K
         else:
             R = None
-        X = None if problem.X is None else problem.X[:, columns]
-        return Problem(
-            X=X, y=problem.y, norms=None, loss=problem.loss, penalty=L2Penalty(0.0, radius=R),
-            data_norm=math.sqrt(len(columns)) * K, label_bound=B, coef_norm=R,
-            n_samples=problem.n if n is None else n,
-            sample_weight=None if X is None else problem.sample_weight, max_sample_weight=problem.max_sample_weight,
-        )
+        public = dict(loss=problem.loss, penalty=L2Penalty(0.0, radius=R), data_norm=math.sqrt(len(columns)) * K,
+                      label_bound=B, coef_norm=R, n_samples=problem.n if n is None else n,
+                      max_sample_weight=problem.max_sample_weight)
+        if not isinstance(problem, SparseProblem):  # planning: the data-free sub-problem
+            return PublicProblem(**public)
+        return Problem(X=problem.X[:, columns], y=problem.y, norms=None, sample_weight=problem.sample_weight,
+                       **public)
 
     def _columns(self, problem, support):
         cols = list(np.sort(support))
