@@ -12,7 +12,7 @@ import pytest
 from sklearn.base import is_classifier
 from sklearn.datasets import make_classification, make_regression
 
-import skdp._protocol
+import skdp._fit
 from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPRidge, DPSparseLinearRegression,
                   DPSparseLogisticRegression, list_solvers)
 from skdp._plan import PublicFit, make_plan, same_public_view
@@ -119,7 +119,7 @@ def test_the_view_of_the_problem_a_fit_runs_on_is_the_planned_view(estimator, mo
         seen.append((problem, view))
         return view
 
-    monkeypatch.setattr(skdp._protocol, "public_view", spy)
+    monkeypatch.setattr(skdp._fit, "public_view", spy)  # where run_solver compares the views
     X, y = _fit_data(estimator)
     planned = make_plan(estimator, PublicFit(*X.shape)).view
     with np.errstate(all="ignore"):
