@@ -388,7 +388,7 @@ def test_dp_grid_search_refuses_a_candidate_whose_final_step_is_not_an_skdp_pred
 
 
 # ------------------------------------------------------------------ finding 4: the ledger covers what ran
-def _multiclass(n=600):
+def multinomial(n=600):
     rng = np.random.RandomState(0)
     X = rng.randn(n, 3)
     return X, np.argmax(X, axis=1)
@@ -403,7 +403,7 @@ def _ovr_search():
 
 def test_dp_grid_search_charges_what_one_vs_rest_candidates_ran(fits):
     """Before: the ledger recorded ApproxDPEvent(1, 1e-3) while the candidates' events priced above 1."""
-    X, y = _multiclass()
+    X, y = multinomial()
     ledger = PrivacyLedger(math.inf, 1e-3)
     search = _ovr_search().fit(X, y, privacy_ledger=ledger)
     assert all(len(f.classes_) == 3 for f in fits) and len(fits) == 2
@@ -418,7 +418,7 @@ def test_dp_grid_search_charges_what_one_vs_rest_candidates_ran(fits):
 
 
 def test_dp_grid_search_releases_nothing_when_the_ledger_cannot_cover_what_ran(fits):
-    X, y = _multiclass()
+    X, y = multinomial()
     ledger = PrivacyLedger(1.0, 1e-3)  # covers the plan (1, 1e-3), not what the candidates ran
     search = _ovr_search()
     with pytest.raises(BudgetExceededError, match="not released"):

@@ -193,10 +193,10 @@ class DPLinearModel(BaseEstimator):
     _auto_norm_quantile = 0.5
     _auto_norm_factor = 0.7
 
-    #: what ``solver="auto"`` runs (with ``delta > 0``; see ``_auto_solver``)
-    _default_solver = "dp_gd"
-    #: whether the estimator fits more than two classes with a multinomial solver
-    _multiclass = False
+    #: what ``solver="auto"`` runs (with ``delta > 0``; see ``_auto_solver``); public, read by :func:`skdp.list_solvers`
+    default_solver = "dp_gd"
+    #: whether the estimator fits more than two classes with a multinomial solver (read by :func:`skdp.list_solvers`)
+    multinomial = False
 
     # -- hooks ---------------------------------------------------------------------------
     def _alpha_for(self, solver, n_samples=None, data_norm=None):
@@ -226,7 +226,7 @@ class DPLinearModel(BaseEstimator):
         ``shape`` is the public ``(n_samples, n_features)`` of the fit (intercept column
         included) when known; a subclass may choose by it.
         """
-        return "output_pert" if self.delta == 0 else self._default_solver
+        return "output_pert" if self.delta == 0 else self.default_solver
 
     def _clip_mode(self, solver):
         """Per-example gradient clipping used with ``solver`` (see ``_problem``)."""

@@ -221,7 +221,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
     }
 
     #: what ``solver="auto"`` runs
-    _default_solver = "dp_accmd"
+    default_solver = "dp_accmd"
 
     def __init__(self, epsilon=1.0, delta=1e-5, *, coef_norm="auto", radius="deprecated", solver="auto",
                  fit_intercept=True, feature_bound=1.0, label_bound="auto", bound_budget_fraction=0.2, max_iter=None,
@@ -257,7 +257,7 @@ class DPLasso(LinearRegressorMixin, RegressorMixin, BaseEstimator):
         if not _is_auto(self.label_bound):
             check_label_bound(self.label_bound)
         check_weight_params(self)
-        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
+        solver = get_solver(self.default_solver if self.solver == "auto" else self.solver)
         solver.check("squared", self.delta, 0.0)
         solver.check_options(self.solver_options)
         if "geometry" in (self.solver_options or {}) and self.solver_options["geometry"] != "l1":

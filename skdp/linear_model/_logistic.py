@@ -319,7 +319,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
         self.class_weight = class_weight
         self.feature_scaling = feature_scaling
 
-    _multiclass = True
+    multinomial = True
     #: ``n_iter_`` as ``LogisticRegression``'s: an array of shape (1,) (:func:`skdp._protocol.n_iter_attribute`)
     _n_iter_style = "array"
     #: ``feature_clip="auto"``: each raw feature is clipped to this many times ``K_x / sqrt(d)``

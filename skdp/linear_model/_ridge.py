@@ -264,7 +264,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         "alpha": [Interval(Real, 0, None, closed="left"), None],
     }
 
-    _default_solver = "adassp"
+    default_solver = "adassp"
 
     def __init__(
         self,
@@ -431,7 +431,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         if (shape is not None and shape[1] is not None
                 and shape[0] * self.epsilon < self._adassp_threshold(shape[1])):
             return "dp_gd"
-        return self._default_solver
+        return self.default_solver
 
     @staticmethod
     def _adassp_threshold(p):

@@ -47,9 +47,9 @@ class _DPSparseBase(BaseEstimator):
     }
 
     #: what ``solver="auto"`` runs
-    _default_solver = "noisy_iht"
+    default_solver = "noisy_iht"
     #: no sparse solver's proof covers a multinomial loss
-    _multiclass = False
+    multinomial = False
     #: clip_norm="auto": the clip norm is a private quantile of the per-example gradient norms at w = 0, at
     #: this level up to n * epsilon = ``_auto_clip_knee`` (see :meth:`_auto_clip_quantile_for`)
     _auto_clip_quantile = 0.25
@@ -80,7 +80,7 @@ class _DPSparseBase(BaseEstimator):
         if self.clip_norm != "auto" and not math.isfinite(self.clip_norm):
             raise ValueError(f"clip_norm must be finite or 'auto', got {self.clip_norm!r}.")
         check_weight_params(self)
-        solver = get_solver(self._default_solver if self.solver == "auto" else self.solver)
+        solver = get_solver(self.default_solver if self.solver == "auto" else self.solver)
         solver.check(self._loss().name, self.delta)
         solver.check_options(self.solver_options or {})
         return solver

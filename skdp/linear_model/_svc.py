@@ -188,10 +188,10 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         self.max_sample_weight = max_sample_weight
         self.class_weight = class_weight
 
-    _default_solver = "noisy_sgd"
+    default_solver = "noisy_sgd"
 
     def _auto_solver(self, loss_name, shape=None):
-        return self._default_solver
+        return self.default_solver
 
     def _constraint_radius(self, solver, coef_norm):
         if self.coef_norm is not None:

@@ -92,7 +92,7 @@ def list_solvers(estimator=None):
             "summary": s.summary,
         }
         if estimator is not None:
-            row["default"] = name == estimator._default_solver
-            row["multiclass"] = (instance._multiclass and "multinomial" in s.losses) if classifier else None
+            row["default"] = name == estimator.default_solver
+            row["multiclass"] = (instance.multinomial and "multinomial" in s.losses) if classifier else None
         rows.append(row)
     return rows
