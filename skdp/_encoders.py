@@ -27,8 +27,8 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from . import diagnostics
-from ._random import fit_randomness
-from ._protocol import charge, release
+from ._fit import Bounds, Ran, private_fit
+from ._plan import transformer_plan
 from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import PrivacyBudget, calibrate
 from .privacy.events import scale_event_count
@@ -438,39 +438,67 @@ class DPOneHotEncoder(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        self._check_budget()
         if not self._auto():  # public categories: learns nothing, costs nothing, draws no noise
-            diagnostics.reset(self)
-            columns, _, _ = self._columns(X, reset=True)
-            for j, column in enumerate(columns):
-                _distinct(column, self._names()(j))  # refuses infinite values and mixed types, as "auto"
-            self.categories_ = self._given_categories(columns)
-            self._set_public_attributes()
-            return self
-        charge(self, X, privacy_ledger)
-        columns, n, d = self._columns(X, reset=True)
+            return self._fit_given(X)
+        return private_fit(self, X, privacy_ledger=privacy_ledger)
+
+    def _fit_given(self, X):
+        """The fit with public ``categories``: the input checked, nothing charged, drawn or released."""
+        self._check_budget()
+        diagnostics.reset(self)
+        columns, _, _ = self._columns(X, reset=True)
+        for j, column in enumerate(columns):
+            _distinct(column, self._names()(j))  # refuses infinite values and mixed types, as "auto"
+        self.categories_ = self._given_categories(columns)
+        self._set_public_attributes()
+        return self
+
+    # -- categories="auto": skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted ------
+    def _plan_fit(self, X, y):
+        """The fit's plan from the shape of ``X`` and the parameters (checked first); no row is read."""
+        self._check_budget()
+        return transformer_plan(self, X)
+
+    def _read(self, plan, X, y):
+        """The validated columns and the sorted distinct observed values of each (infinite values and mixed
+        types refused, naming the column only)."""
+        columns, _, _ = self._columns(X, reset=True)
         name = self._names()
-        distinct = [_distinct(column, name(j)) for j, column in enumerate(columns)]
-        rng = fit_randomness(self)
+        return columns, [_distinct(column, name(j)) for j, column in enumerate(columns)]
+
+    def _select_bounds(self, plan, data, rng):
+        """Nothing to bound: the category selection is the fit's release (:meth:`_run`); empty :class:`Bounds`."""
+        return Bounds()
+
+    def _run(self, plan, data, bounds, rng):
+        """The private category selection of every column (the release): thresholded noisy counts."""
+        columns, distinct = data
+        d = len(columns)
         sigma, column_delta, tau = category_selection_plan(d, float(self.epsilon), float(self.delta))
-        self.categories_ = []
+        categories = []
         for column, labels in zip(columns, distinct):
             codes = _codes(column, labels)
             counts = np.bincount(codes[codes >= 0], minlength=labels.size)  # missing values: code -1, not counted
             kept, _ = private_label_set_gaussian_from_counts(labels, counts, sigma, column_delta, rng)
-            self.categories_.append(kept)
+            categories.append(kept)
+        return Ran(category_selection_events(d, sigma, column_delta), sigma,
+                   values=dict(categories=categories, threshold=float(tau)))
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        """The selected categories; warns about a column without one (the released sets and public
+        quantities only)."""
+        self.categories_ = ran.values["categories"]
         self.drop_idx_ = None
-        self.threshold_ = float(tau)
+        self.threshold_ = tau = ran.values["threshold"]
+        name = self._names()
         empty = [name(j) for j, cats in enumerate(self.categories_) if cats.size == 0]
-        if empty:  # decided on the released sets and public quantities only
+        if empty:
             warnings.warn(
                 f"DPOneHotEncoder selected no category in column(s) {', '.join(empty)}: at epsilon="
-                f"{self.epsilon:g} over {d} column(s) a category needs roughly {tau:.0f} rows to be selected "
-                "privately. Pass the public categories as categories=[...], use a larger epsilon, or "
-                "handle_unknown='infrequent_if_exist' to keep one column for the values left out.",
+                f"{self.epsilon:g} over {len(self.categories_)} column(s) a category needs roughly {tau:.0f} rows "
+                "to be selected privately. Pass the public categories as categories=[...], use a larger epsilon, "
+                "or handle_unknown='infrequent_if_exist' to keep one column for the values left out.",
                 UserWarning, stacklevel=_caller_stacklevel())
-        release(self, category_selection_events(d, sigma, column_delta), derived=False, noise_scale=sigma)
-        return self
 
     def _set_public_attributes(self):
         self.drop_idx_ = None

@@ -12,9 +12,10 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, v
 from . import diagnostics
 from ._encoders import (_distinct, _is_missing, _missing_mask, category_selection_events, category_selection_plan,
                         column_namer)
-from ._random import fit_randomness
-from ._protocol import charge, release
-from .exceptions import PrivacyLeakWarning
+from ._fit import Bounds, Ran, private_fit
+from ._plan import transformer_plan
+from ._scaling import bounds_from_data
+from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import (BoundedRangeEvent, GaussianEvent, LaplaceEvent, PrivacyBudget, calibrate_bounded_range,
                       calibrate_gaussian, gaussian_noise, laplace_noise, pure_noise_scale, weight_coordinate_scale)
 from .privacy.discrete import secure_selection_plan, select
@@ -319,33 +320,62 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        self._check()
         if self.strategy == "constant":  # learns nothing, costs nothing, draws no noise
-            diagnostics.reset(self)
-            X = self._validated(X, reset=True)
-            d = X.shape[1]
-            fill = self._default_fill(X)
-            self.statistics_ = np.full(d, fill, dtype=object if isinstance(fill, str) else float)
-            self.noise_source_ = None
-            self.privacy_events_, self.accountant_, self.noise_scale_ = [], "none", 0.0
-            self.privacy_spent_ = self.privacy_nominal_ = PrivacyBudget(0.0, 0.0)
-            return self
-        charge(self, X, privacy_ledger)
+            return self._fit_constant(X)
+        return private_fit(self, X, privacy_ledger=privacy_ledger)
+
+    def _fit_constant(self, X):
+        """The fit of ``"constant"``: the input checked, nothing charged, drawn or released."""
+        self._check()
+        diagnostics.reset(self)
+        X = self._validated(X, reset=True)
+        d = X.shape[1]
+        fill = self._default_fill(X)
+        self.statistics_ = np.full(d, fill, dtype=object if isinstance(fill, str) else float)
+        self.noise_source_ = None
+        self.privacy_events_, self.accountant_, self.noise_scale_ = [], "none", 0.0
+        self.privacy_spent_ = self.privacy_nominal_ = PrivacyBudget(0.0, 0.0)
+        return self
+
+    # -- the other strategies: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted --
+    def _plan_fit(self, X, y):
+        """The fit's plan from the shape of ``X`` and the parameters (checked first); no row is read."""
+        self._check()
+        return transformer_plan(self, X)
+
+    def _read(self, plan, X, y):
+        """The validated rows (a copy) and the mask of their missing entries."""
         X = self._validated(X, reset=True)
         n, d = X.shape
         missing = np.column_stack([_missing_mask(X[:, j]) for j in range(d)]) if d else np.zeros((n, 0), bool)
-        rng = fit_randomness(self)
-        diagnostics.record(self, n_missing=np.count_nonzero(missing, axis=0))
-        events, scale = self._release_plan(d)
-        derived = False
-        if self.strategy in _NUMERIC:
-            lo, hi, derived = self._bounds(X, missing)
-            self.statistics_ = (self._mean(X, missing, lo, hi, scale, rng) if self.strategy == "mean" else
-                                self._median(X, missing, lo, hi, events[0].epsilon, rng))
+        return X, missing
+
+    def _select_bounds(self, plan, data, rng):
+        """``"mean"`` and ``"median"``: the span of each column's values (:meth:`_bounds`; read from the data
+        with ``bounds=None``, ``derived``). Nothing is selected privately: each statistic is the release."""
+        if self.strategy not in _NUMERIC:
+            return Bounds()
+        lo, hi, derived = self._bounds(*data)
+        return Bounds(values=dict(lower=lo, upper=hi), derived=derived)
+
+    def _run(self, plan, data, bounds, rng):
+        """Every column's statistic, released (the noisy mean, the private median or the private mode)."""
+        X, missing = data
+        events, scale = self._release_plan(X.shape[1])
+        found, n_clipped = dict(n_missing=np.count_nonzero(missing, axis=0)), None
+        if self.strategy == "mean":
+            lo, hi = bounds.values["lower"], bounds.values["upper"]
+            statistics = self._mean(X, missing, lo, hi, scale, rng)
+            n_clipped = np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))
+        elif self.strategy == "median":
+            statistics = self._median(X, missing, bounds.values["lower"], bounds.values["upper"],
+                                      events[0].epsilon, rng)
         else:
-            self.statistics_ = self._most_frequent(X, missing, events, rng)
-        release(self, events, derived=derived, noise_scale=scale)
-        return self
+            statistics = self._most_frequent(X, missing, events, rng)
+        return Ran(events, scale, n_clipped=n_clipped, diagnostics=found, values=dict(statistics=statistics))
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        self.statistics_ = ran.values["statistics"]
 
     def _bounds(self, X, missing):
         """``(lower, upper, derived)``: public bounds, ``None`` (the wide grid) or read from the data (warned)."""
@@ -355,20 +385,13 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
         if self.bounds is not None:
             lo, hi = _public_pair(self.bounds, d)
             return lo, hi, False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column has no minimum
-            lo, hi = np.nanmin(X, axis=0).astype(float), np.nanmax(X, axis=0).astype(float)
-        lo, hi = np.where(np.isnan(lo), 0.0, lo), np.where(np.isnan(hi), 1.0, hi)
-        warnings.warn("bounds were not given, so they were read from the data; this voids the privacy guarantee "
-                      "(privacy_spent_.epsilon is inf). Pass public bounds.", PrivacyLeakWarning, stacklevel=3)
-        return lo, np.where(hi > lo, hi, lo + 1.0), True
+        return (*bounds_from_data(X), True)
 
     def _mean(self, X, missing, lo, hi, scale, rng):
         """The joint release of the centred sums and the observed counts (class docstring)."""
         d = X.shape[1]
         r, mid = hi - lo, (lo + hi) / 2
         V = np.where(missing, 0.0, (np.clip(X, lo, hi) - mid) / r)
-        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))))
         k = self._count_factor()
         query = np.concatenate([V.sum(axis=0), k * np.count_nonzero(~missing, axis=0)])
         draw = gaussian_noise if self.delta > 0 else laplace_noise
@@ -384,7 +407,7 @@ class DPSimpleImputer(TransformerMixin, BaseEstimator):
             warnings.warn(f"DPSimpleImputer(strategy='median', bounds='auto'): {n} rows are too few to locate a "
                           f"median among {WIDE_SIGNED_GRID.size} candidates at a selection epsilon of {eps0:.3g}, "
                           "so a statistic may land far from the data. Give public bounds or a larger epsilon.",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=_caller_stacklevel())
         for j in range(d):
             grid = WIDE_SIGNED_GRID if lo is None else np.linspace(lo[j], hi[j], int(self.n_grid))
             col = X[:, j] if lo is None else np.clip(X[:, j], lo[j], hi[j])

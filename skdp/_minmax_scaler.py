@@ -16,13 +16,13 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._random import fit_randomness
-from ._protocol import release
+from ._fit import Bounds, Ran, private_fit
+from ._plan import transformer_plan
 from .privacy import BoundedRangeEvent, calibrate_bounded_range
 from .privacy.discrete import secure_selection_plan
 from .privacy.quantile import grid_counts, private_quantile_from_counts
-from ._scaling import (is_auto_bounds, public_bounds, charge_and_bound, missing_aware_feature_ranges, planned_features,
-                       warn_unlocated)
+from ._scaling import (is_auto_bounds, public_bounds, given_bounds, missing_aware_feature_ranges, planned_features,
+                       scaler_rows, warn_unlocated)
 
 __all__ = ["DPMinMaxScaler"]
 
@@ -184,15 +184,41 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
+        return private_fit(self, X, privacy_ledger=privacy_ledger)
+
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    def _plan_fit(self, X, y):
+        """The fit's plan from the shape of ``X`` and the parameters (checked first); no row is read."""
         self._check()
-        X, lo, hi, derived = charge_and_bound(self, X, privacy_ledger)
+        return transformer_plan(self, X)
+
+    def _read(self, plan, X, y):
+        """The validated rows (missing values kept: they are ignored by the selections)."""
+        return scaler_rows(self, X)
+
+    def _select_bounds(self, plan, X, rng):
+        """The span of the candidate grids: public ``bounds``, or with ``bounds=None`` read from the data.
+
+        Nothing is selected privately here: with ``bounds="auto"`` the private
+        range is the fit's release itself (:meth:`_run`), and the span is
+        ``None``.
+        """
+        lo, hi, derived = given_bounds(self, X)
+        return Bounds(values=dict(lower=lo, upper=hi), derived=derived)
+
+    def _run(self, plan, X, bounds, rng):
+        """The ``2 d`` private quantile selections (the release): the low and high end of every feature's range.
+
+        Over the wide public grid with ``bounds="auto"`` (at a level ``n`` can
+        locate), else over ``n_grid`` points spanning the bounds.
+        """
         n, d = X.shape
         eps0 = self._selection_epsilon(d)
-        rng = fit_randomness(self)
-        self.quantile_ = float(self.quantile)
+        lo, hi = bounds.values["lower"], bounds.values["upper"]
+        quantile = float(self.quantile)
         if is_auto_bounds(self.bounds):  # no public range: the wide public grid, at a level n can locate
-            self.quantile_ = max(self.quantile_, warn_unlocated(self, n, eps0))
-            data_min, data_max, _ = missing_aware_feature_ranges(X, self.quantile_, eps0, rng)
+            quantile = max(quantile, warn_unlocated(self, n, eps0))
+            data_min, data_max, _ = missing_aware_feature_ranges(X, quantile, eps0, rng)
             lo, hi = data_min, data_max
         else:
             data_min, data_max = np.empty(d), np.empty(d)
@@ -209,19 +235,24 @@ class DPMinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 if data_max[j] <= data_min[j]:  # post-processing: one grid step at least
                     step = grid[1] - grid[0]
                     data_min[j], data_max[j] = min(data_min[j], data_max[j]), max(data_min[j], data_max[j]) + step
+        # the per-feature selections are Gumbel draws (see DPStandardScaler.fit)
+        return Ran([BoundedRangeEvent(eps0, 2 * d)], secure_selection_plan(1.0, eps0, False)[0],
+                   n_clipped=np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)),
+                   values=dict(data_min=data_min, data_max=data_max, bounds=(lo.copy(), hi.copy()),
+                               quantile=quantile, selection_epsilon=eps0, n_samples=n))
+
+    def _set_fitted(self, plan, X, bounds, ran):
+        """The range and the affine map to ``feature_range`` (post-processing of the selected range)."""
         a, b = (float(v) for v in self.feature_range)
-        self.bounds_ = (lo.copy(), hi.copy())
+        data_min, data_max = ran.values["data_min"], ran.values["data_max"]
+        self.quantile_ = ran.values["quantile"]
+        self.bounds_ = ran.values["bounds"]
         self.data_min_, self.data_max_ = data_min, data_max
         self.data_range_ = data_max - data_min
         self.scale_ = (b - a) / self.data_range_
         self.min_ = a - data_min * self.scale_
-        self.selection_epsilon_ = eps0
-        self.n_samples_seen_ = int(n)
-        # the per-feature selections are Gumbel draws (see DPStandardScaler.fit)
-        release(self, [BoundedRangeEvent(eps0, 2 * d)], derived=derived,
-                noise_scale=secure_selection_plan(1.0, eps0, False)[0],
-                n_clipped=np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
-        return self
+        self.selection_epsilon_ = ran.values["selection_epsilon"]
+        self.n_samples_seen_ = int(ran.values["n_samples"])
 
     def transform(self, X):
         """Scale with the private range (values outside it are clipped)."""

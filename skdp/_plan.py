@@ -28,7 +28,8 @@ from sklearn.utils.validation import _num_features, _num_samples
 
 from .solvers._base import Solver
 
-__all__ = ["PublicFit", "FitPlan", "follows_plan_protocol", "make_plan", "public_fit", "same_public_view"]
+__all__ = ["PublicFit", "FitPlan", "follows_plan_protocol", "make_plan", "public_fit", "same_public_view",
+           "transformer_plan"]
 
 
 @dataclass(frozen=True)
@@ -197,3 +198,14 @@ def make_plan(estimator, public):
     # a transformer whose release is planned by its ``planned_events`` alone (a scaler, an encoder, an imputer)
     events = estimator.planned_events(public.n_samples, public.n_features)
     return FitPlan(public, guaranteed=events is not None, release_events=[] if events is None else events)
+
+
+def transformer_plan(estimator, X):
+    """The :class:`FitPlan` of a transformer's fit on ``X`` (its shape only), or ``None`` without a readable one.
+
+    :func:`make_plan` on :func:`public_fit`; ``None`` when ``X`` has no
+    readable 2-D shape or no row or column (the fit's input checks then
+    raise the proper error).
+    """
+    public = public_fit(X)
+    return None if public is None else make_plan(estimator, public)

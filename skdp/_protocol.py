@@ -37,7 +37,6 @@ from sklearn.utils.validation import _check_y, _num_features, _num_samples, chec
 
 from . import diagnostics
 from ._classes import check_class_set, refuse_unknown_labels
-from ._plan import make_plan, public_fit
 from ._random import noise_source
 from ._warnings import caller_stacklevel as _caller_stacklevel
 from .exceptions import BudgetExceededError, WeakDeltaWarning
@@ -92,21 +91,17 @@ def charge(estimator, X, privacy_ledger, plan=None, y=NO_TARGETS):
 
     Runs before the data is used by any mechanism: ``plan`` is the fit's
     :class:`~skdp._plan.FitPlan`, made from the shape of ``X`` (public: n and
-    d) and the parameters only (``None`` when ``X`` has no readable shape:
-    nothing is charged and the fit's validation raises). With ``y`` (the
-    fit's labels), :func:`check_targets` first refuses bad input
+    d) and the parameters only, a transformer's too
+    (:func:`skdp._plan.transformer_plan`); ``None`` when ``X`` has no
+    readable shape: nothing is charged and the fit's validation raises. With
+    ``y`` (the fit's labels), :func:`check_targets` first refuses bad input
     (``ValueError``) before anything is charged. Warns
     (:class:`~skdp.exceptions.WeakDeltaWarning`) when ``delta >= 1/n``.
-    A transformer passes ``plan=None``: its plan is made here, from the
-    shape of ``X`` (:func:`skdp._plan.make_plan`). Returns the planned
-    events, or ``None`` when there is no ledger.
+    Returns the planned events, or ``None`` when there is no ledger.
     """
     if y is not NO_TARGETS:
         check_targets(estimator, X, y)
-    public = plan.public if plan is not None else public_fit(X)
-    if plan is None and public is not None:  # a transformer: planned here, once per fit
-        plan = make_plan(estimator, public)
-    n = public.n_samples if public is not None else 0
+    n = plan.public.n_samples if plan is not None else 0
     if n and estimator.delta >= 1.0 / n:
         warnings.warn(f"delta={estimator.delta:g} is at least 1/n = 1/{n} = {1.0 / n:.3g}: a mechanism that "
                       "publishes one random row meets that guarantee. Use delta much smaller than 1/n "

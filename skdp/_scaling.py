@@ -1,5 +1,5 @@
-"""What the DP scalers share: public and private feature bounds, charging before the rows are read,
-the unit box the rows are mapped to, and the split of the budget between their releases.
+"""What the DP scalers share: reading their rows, public, private and data-read feature bounds, the unit
+box the rows are mapped to, and the split of the budget between their releases.
 
 References
 ----------
@@ -17,7 +17,6 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .exceptions import PrivacyLeakWarning
-from ._protocol import charge
 from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import BoundedRangeEvent, GaussianEvent, calibrate, calibrate_bounded_range, calibrate_gaussian
 from .privacy.discrete import secure_selection_plan
@@ -25,8 +24,9 @@ from .privacy.search import PLAN_MARGIN
 from .privacy.discrete import select
 from .privacy.quantile import WIDE_SIGNED_GRID, cell_scores, grid_counts, range_quantile_level
 
-__all__ = ["is_auto_bounds", "public_bounds", "charge_and_bound", "missing_aware_feature_ranges", "unit_box",
-           "clip_unit_rows", "planned_features", "warn_unlocated", "scaler_selection_epsilon", "release_unit"]
+__all__ = ["is_auto_bounds", "public_bounds", "scaler_rows", "given_bounds", "bounds_from_data",
+           "missing_aware_feature_ranges", "unit_box", "clip_unit_rows", "planned_features", "warn_unlocated",
+           "scaler_selection_epsilon", "release_unit"]
 
 
 def is_auto_bounds(bounds):
@@ -55,32 +55,47 @@ def public_bounds(bounds, n_features):
     return lo, hi
 
 
-def charge_and_bound(scaler, X, privacy_ledger):
-    """Charge the ledger (before reading X), validate X, and return ``(X, lower, upper, derived)``.
+def scaler_rows(scaler, X):
+    """The validated rows of a scaler's fit (float64 or float32; NaN allowed, inf refused), after the charge.
 
-    ``derived`` is True when the bounds were read from the data (with a
-    :class:`~skdp.PrivacyLeakWarning`; the caller reports an infinite epsilon).
-    With ``bounds="auto"`` the bounds are ``None``: the caller selects them privately.
+    Missing values (NaN) are ignored by the fit and kept by ``transform``, as
+    scikit-learn's scalers do. ``validate_data`` sets ``n_features_in_`` (and
+    ``feature_names_in_``); the caller's array is not modified.
     """
-    charge(scaler, X, privacy_ledger)
-    # missing values (NaN) are ignored in the fit and kept by transform, as scikit-learn's scalers do; inf is refused
-    X = validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True, ensure_all_finite="allow-nan")
+    return validate_data(scaler, X, dtype=[np.float64, np.float32], reset=True, ensure_all_finite="allow-nan")
+
+
+def given_bounds(scaler, X):
+    """``(lower, upper, derived)``: a scaler's bounds that no private selection chooses.
+
+    The public ``bounds`` (checked by :func:`public_bounds`), or with
+    ``bounds=None`` the ones read from the data (:func:`bounds_from_data`,
+    ``derived=True``: the caller reports an infinite epsilon). With
+    ``bounds="auto"`` both are ``None``: the caller selects them privately.
+    """
     if is_auto_bounds(scaler.bounds):
-        return X, None, None, False
+        return None, None, False
     pb = public_bounds(scaler.bounds, X.shape[1])
     if pb is not None:
-        return X, pb[0], pb[1], False
+        return pb[0], pb[1], False
+    return (*bounds_from_data(X), True)
+
+
+def bounds_from_data(X):
+    """Per-column ``(lower, upper)`` read from the data (min and max of the observed values), warned about.
+
+    Warns with a :class:`~skdp.PrivacyLeakWarning`: the bounds void the
+    guarantee. An all-missing column gets ``(0, 1)``, a constant one
+    ``(v, v + 1)``.
+    """
     with warnings.catch_warnings():  # an all-missing column has no minimum: it gets (0, 1)
         warnings.simplefilter("ignore", RuntimeWarning)
         lo, hi = np.nanmin(X, axis=0).astype(float), np.nanmax(X, axis=0).astype(float)
     lo, hi = np.where(np.isnan(lo), 0.0, lo), np.where(np.isnan(hi), 1.0, hi)
-    warnings.warn(
-        "bounds were not given, so they were read from the data; this voids the privacy "
-        "guarantee (privacy_spent_.epsilon is inf). Pass public bounds.",
-        PrivacyLeakWarning,
-        stacklevel=3,
-    )
-    return X, lo, np.where(hi > lo, hi, lo + 1.0), True
+    warnings.warn("bounds were not given, so they were read from the data; this voids the privacy guarantee "
+                  "(privacy_spent_.epsilon is inf). Pass public bounds.", PrivacyLeakWarning,
+                  stacklevel=_caller_stacklevel())
+    return lo, np.where(hi > lo, hi, lo + 1.0)
 
 
 def missing_aware_feature_ranges(X, q, epsilon, rng, grid=WIDE_SIGNED_GRID):

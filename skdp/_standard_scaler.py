@@ -9,6 +9,7 @@ References
 """
 
 import math
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -17,16 +18,16 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _dask, diagnostics
+from . import _dask
 from ._dask import DaskRows, is_dask_collection, refuse_none, set_features, validated_block
-from ._random import fit_randomness
-from ._protocol import charge, release
+from ._fit import Bounds, Ran, private_fit
+from ._plan import transformer_plan
 from .privacy import (BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, gaussian_noise, l2_laplace_noise, laplace_noise,
                       private_quantile, pure_noise_scale, weight_coordinate_scale)
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
 from .privacy.quantile import (WIDE_SIGNED_GRID, grid_counts, private_feature_ranges_from_counts,
                                private_quantile_from_counts)
-from ._scaling import (is_auto_bounds, public_bounds, charge_and_bound, missing_aware_feature_ranges, unit_box,
+from ._scaling import (is_auto_bounds, public_bounds, given_bounds, missing_aware_feature_ranges, scaler_rows, unit_box,
                        clip_unit_rows, planned_features, warn_unlocated, scaler_selection_epsilon, release_unit)
 
 __all__ = ["DPStandardScaler"]
@@ -387,14 +388,36 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        if is_dask_collection(X):
+        if is_dask_collection(X):  # the rows stay where they live: every pass over them is a reduction
             _dask.refuse_unsupported(self, sample_weight)
-            return _fit_standard_scaler_dask(self, X, privacy_ledger)
+            X = DaskRows(X, y_name=None)
+        return private_fit(self, X, privacy_ledger=privacy_ledger, sample_weight=sample_weight)
+
+    # -- the fit: skdp._fit.private_fit calls _plan_fit, _read, _select_bounds, _run, _set_fitted -------------
+    def _plan_fit(self, X, y, sample_weight=None):
+        """The fit's plan from the shape of ``X`` and the parameters (checked first); no row is read.
+
+        Rows read where they live (Dask) need ``bounds`` given or ``"auto"``:
+        a reduction never reads them from the data.
+        """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
+        if getattr(X, "reduced_rows", False):
+            refuse_none(self, "bounds")
         check_weight_params(self)
-        X, lo, hi, derived = charge_and_bound(self, X, privacy_ledger)
-        n, d = X.shape
+        return transformer_plan(self, X)
+
+    def _read(self, plan, X, y, sample_weight=None):
+        """The validated rows (:class:`_ScalerRows`), their missing entries and row weights.
+
+        Missing values are refused with ``sample_weight`` or ``clip_norm``
+        (``ValueError``). Rows read where they live (Dask) are validated
+        block by block by the reductions that read them.
+        """
+        if getattr(X, "reduced_rows", False):
+            set_features(self, X)
+            return _ScalerRows(X, X.n, X.d)
+        X = scaler_rows(self, X)
         missing = np.isnan(X)
         if missing.any() and (sample_weight is not None or self.clip_norm is not None):
             what = "sample_weight" if sample_weight is not None else "clip_norm"
@@ -403,34 +426,93 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              f"used): X holds some. Impute them first (skdp.preprocessing.DPSimpleImputer), or "
                              f"pass {what}=None.")
         weights = None if sample_weight is None else row_weights(self, sample_weight, X)  # None: all 1
-        rng = fit_randomness(self)
+        return _ScalerRows(X, *X.shape, missing=missing, weights=weights, weighted=sample_weight is not None)
+
+    def _select_bounds(self, plan, data, rng):
+        """The feature bounds and the clip radius (:class:`~skdp._fit.Bounds`; events in the fit's order).
+
+        ``bounds="auto"``: the ``2 d`` private quantiles over the wide public
+        grid; public bounds; or ``bounds=None``: read from the data
+        (``derived``). ``clip_norm="auto"``: the private quantile of the norms
+        of the rows in the unit box; a radius of at least ``sqrt(d)/2`` (the
+        box's own bound) is no clipping.
+        """
+        n, d = data.n, data.d
         eps0 = self._selection_epsilon(d)
-        events, self.quantile_ = [], None
+        events, quantile, derived = [], None, False
+        if data.reduced:
+            lo, hi = (None, None) if is_auto_bounds(self.bounds) else self._public_bounds(d)
+        else:
+            lo, hi, derived = given_bounds(self, data.X)
         if is_auto_bounds(self.bounds):  # 2 d private quantiles over the wide public grid
-            self.quantile_ = warn_unlocated(self, n, eps0)
-            # Gumbel draws: 2 d exact selections over 11,111 candidates each would dominate the fit's time
-            lo, hi, event = missing_aware_feature_ranges(X, self.quantile_, eps0, rng)
+            quantile = warn_unlocated(self, n, eps0)
+            if data.reduced:
+                (counts,) = data.X.reduce(_range_counts, data.X.dtype, WIDE_SIGNED_GRID)
+                lo, hi, event = private_feature_ranges_from_counts(counts, n, quantile, eps0, rng, secure=False)
+            else:  # Gumbel draws: 2 d exact selections over 11,111 candidates each would dominate the fit's time
+                lo, hi, event = missing_aware_feature_ranges(data.X, quantile, eps0, rng)
             events.append(event)
-        U = unit_box(X, lo, hi)
-        U[missing] = 0.0  # a missing entry adds nothing to the sums (its column's observed count is released)
-        diagnostics.record(self, n_rows_clipped=int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))),
-                           n_missing=np.count_nonzero(missing, axis=0))
-        radius, norms = None, None if self.clip_norm is None else np.linalg.norm(U, axis=1)
+        radius = None
         if isinstance(self.clip_norm, str):
-            radius, event = private_quantile(norms, self._auto_clip_quantile, eps0, rng, self._auto_grid(d))
+            grid = self._auto_grid(d)
+            if data.reduced:
+                (counts,) = data.X.reduce(_unit_norm_counts, data.X.dtype, lo, hi, grid)
+                radius, event = private_quantile_from_counts(counts, n, self._auto_clip_quantile, eps0, rng, grid)
+            else:
+                norms = np.linalg.norm(_unit_rows(data.X, lo, hi, data.missing), axis=1)
+                radius, event = private_quantile(norms, self._auto_clip_quantile, eps0, rng, grid)
             events.append(event)
         elif self.clip_norm is not None:
             radius = float(self.clip_norm)
         if radius is not None and radius >= math.sqrt(d) / 2:
             radius = None  # the box already bounds every row by sqrt(d)/2
-        U = clip_unit_rows(U, radius, norms)
-        if weights is None:  # no weights (the means, weighted below), or every weight 1 (a deficit of 0)
-            first, second = U.mean(axis=0), np.mean(U**2, axis=0)
-            deficit = None if sample_weight is None else 0.0
-        else:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the deficit (1/n) sum (1 - w_i)
-            first, second, deficit = weights @ U / n, weights @ U**2 / n, math.fsum(1.0 - weights) / n
-        return self._release_moments(n, d, lo, hi, first, second, radius, events, rng, derived, eps0,
-                                     deficit=deficit, observed=1.0 - missing.mean(axis=0))
+        return Bounds(events, values=dict(lower=lo, upper=hi, radius=radius, quantile=quantile,
+                                          selection_epsilon=eps0), derived=derived)
+
+    def _run(self, plan, data, bounds, rng):
+        """The rows mapped to the unit box and clipped to the radius, their (weighted) moments, and the noise.
+
+        In memory a missing entry adds nothing to the sums; rows read where
+        they live (Dask) give their sums by one reduction.
+        """
+        n, d = data.n, data.d
+        lo, hi, radius = bounds.values["lower"], bounds.values["upper"], bounds.values["radius"]
+        found, deficit, observed = {}, None, None
+        if data.reduced:
+            s1, s2, n_clipped = data.X.reduce(_moments, data.X.dtype, lo, hi, radius)
+            first, second = s1 / n, s2 / n
+        else:
+            X, weights = data.X, data.weights
+            U = clip_unit_rows(_unit_rows(X, lo, hi, data.missing), radius)
+            n_clipped = np.count_nonzero(np.any((X < lo) | (X > hi), axis=1))
+            found["n_missing"] = np.count_nonzero(data.missing, axis=0)
+            if weights is None:  # no weights (the means, weighted below), or every weight 1 (a deficit of 0)
+                first, second = U.mean(axis=0), np.mean(U**2, axis=0)
+                deficit = 0.0 if data.weighted else None
+            else:  # (1/n) sum w_i u_i, (1/n) sum w_i u_i^2 and the deficit (1/n) sum (1 - w_i)
+                first, second, deficit = weights @ U / n, weights @ U**2 / n, math.fsum(1.0 - weights) / n
+            observed = 1.0 - data.missing.mean(axis=0)
+        events, scales, values = self._noisy_moments(n, d, first, second, radius, rng, deficit=deficit,
+                                                     observed=observed)
+        return Ran(events, np.asarray(scales), n_clipped=int(n_clipped), diagnostics=found, values=values)
+
+    def _set_fitted(self, plan, data, bounds, ran):
+        """Means, variances and scales in the features' units (post-processing of the released moments)."""
+        d = data.d
+        lo, hi = bounds.values["lower"], bounds.values["upper"]
+        r = hi - lo
+        mean = lo + r * (ran.values["unit_mean"] + 0.5)
+        var = ran.values["unit_var"] * r**2
+        self.quantile_ = bounds.values["quantile"]
+        self.clip_norm_ = bounds.values["radius"]
+        self.selection_epsilon_ = bounds.values["selection_epsilon"]
+        self.bounds_ = (lo, hi)
+        self.mean_ = mean if self.with_mean else np.zeros(d)
+        self.var_ = var
+        self.scale_ = np.sqrt(var) if self.with_std else np.ones(d)
+        # as scikit-learn's: one number, or one per feature where a column's (estimated) observed count differs
+        seen = data.n * np.asarray(ran.values["total"], dtype=float)
+        self.n_samples_seen_ = np.float64(seen.flat[0]) if np.all(seen == seen.flat[0]) else seen
 
     #: sample_weight: the public tail mass beyond the threshold of the noisy deficit (see max_sample_weight)
     _deficit_tail = 1e-6
@@ -492,10 +574,13 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         e = np.where(np.abs(noisy_missing) > tau, noisy_missing, 0.0)
         return np.clip(1.0 - e, 1.0 / n, 1.0)
 
-    def _release_moments(self, n, d, lo, hi, u_mean, u_second, radius, events, rng, derived, eps0, deficit=None,
-                         observed=None):
-        """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``), set
-        the fitted attributes and price the fit. ``events`` are the private selections made before.
+    def _noisy_moments(self, n, d, u_mean, u_second, radius, rng, deficit=None, observed=None):
+        """Add the noise to the means of ``U`` and ``U**2`` (rows in the unit box, clipped to ``radius``).
+
+        Returns ``(events, scales, values)``: the two releases' events and
+        noise scales, and ``values`` with the released moments in unit-box
+        terms (``unit_mean``, ``unit_var``) and the total weight ``total``
+        they were divided by (post-processing; see :meth:`_set_fitted`).
 
         ``deficit`` (fits with ``sample_weight``): ``(1/n) sum (1 - w_i)``, released after the two moments
         with the noise of :meth:`_deficit_scale`; the moments (then the weighted sums over ``n``) are divided
@@ -510,10 +595,8 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         are divided by ``c`` times the estimated observed fraction (:meth:`_observed_fraction`). Whether
         it is released depends on the parameters only, never on whether ``X`` has missing values.
         """
-        r = hi - lo
         sens = self._sensitivities(d, n, radius, weight_bound(self))
-        release_events, scales = self._events(sens, d)
-        events = events + release_events
+        events, scales = self._events(sens, d)
         if deficit is None:  # weight 1 clipped to max_sample_weight: every row weighs c (1 when W >= 1)
             total = default_weight(self)
             u_mean, u_second = total * u_mean, total * u_second
@@ -538,19 +621,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # estimate is the noisy sum divided by the total weight: its noise is scales[1] / total.
         floor = np.maximum(1e-4, 2.0 * float(scales[1]) / total)
         uvar = np.clip(usecond - umean**2, np.minimum(floor, 0.25), 0.25)
-        mean = lo + r * (umean + 0.5)
-        var = uvar * r**2
-        self.clip_norm_ = radius
-        self.selection_epsilon_ = eps0
-        self.bounds_ = (lo, hi)
-        self.mean_ = mean if self.with_mean else np.zeros(d)
-        self.var_ = var
-        self.scale_ = np.sqrt(var) if self.with_std else np.ones(d)
-        # as scikit-learn's: one number, or one per feature where a column's (estimated) observed count differs
-        seen = n * np.asarray(total, dtype=float)
-        self.n_samples_seen_ = np.float64(seen.flat[0]) if np.all(seen == seen.flat[0]) else seen
-        release(self, events, derived=derived, noise_scale=np.asarray(scales))
-        return self
+        return events, scales, dict(unit_mean=umean, unit_var=uvar, total=total)
 
     def transform(self, X):
         """Standardise with the private statistics."""
@@ -571,6 +642,37 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
+@dataclass
+class _ScalerRows:
+    """The rows of a :class:`DPStandardScaler` fit (:meth:`DPStandardScaler._read`).
+
+    ``X``: the validated array, or a :class:`~skdp._dask.DaskRows` (rows read
+    where they live); ``missing``: the mask of the missing entries and
+    ``weights``: the clipped row weights (in memory only; ``None``: every
+    weight 1); ``weighted``: ``sample_weight`` was given.
+    """
+
+    X: object
+    n: int
+    d: int
+    missing: object = None
+    weights: object = None
+    weighted: bool = False
+
+    @property
+    def reduced(self):
+        """Whether the rows are read by reductions where they live (Dask)."""
+        return getattr(self.X, "reduced_rows", False)
+
+
+def _unit_rows(X, lo, hi, missing):
+    """The rows mapped to the unit box, a missing entry at 0 (it adds nothing to the sums; its column's
+    observed count is released)."""
+    U = unit_box(X, lo, hi)
+    U[missing] = 0.0
+    return U
+
+
 # ---------------------------------------------------------------------------------------------
 # DPStandardScaler on Dask input: the same steps, every pass a reduction on the workers (skdp._dask)
 # ---------------------------------------------------------------------------------------------
@@ -587,38 +689,3 @@ def _moments(xb, yb, dtype, lo, hi, radius):
     X = validated_block(xb, dtype)
     U = clip_unit_rows(unit_box(X, lo, hi), radius)
     return U.sum(axis=0), (U**2).sum(axis=0), int(np.count_nonzero(np.any((X < lo) | (X > hi), axis=1)))
-
-
-def _fit_standard_scaler_dask(scaler, X, privacy_ledger=None):
-    """``DPStandardScaler.fit`` on a Dask array or dataframe ``X``."""
-    if not math.isfinite(scaler.epsilon):
-        raise ValueError(f"epsilon must be finite, got {scaler.epsilon!r}.")
-    refuse_none(scaler, "bounds")
-    rows = DaskRows(X, y_name=None)
-    public = scaler._public_bounds(rows.d)
-    charge(scaler, rows.X, privacy_ledger)
-    set_features(scaler, rows)
-    n, d = rows.n, rows.d
-    rng = fit_randomness(scaler)
-    eps0 = scaler._selection_epsilon(d)
-    events, scaler.quantile_ = [], None
-    if is_auto_bounds(scaler.bounds):
-        scaler.quantile_ = warn_unlocated(scaler, n, eps0)
-        (counts,) = rows.reduce(_range_counts, rows.dtype, WIDE_SIGNED_GRID)
-        lo, hi, event = private_feature_ranges_from_counts(counts, n, scaler.quantile_, eps0, rng, secure=False)
-        events.append(event)
-    else:
-        lo, hi = public
-    radius = None
-    if isinstance(scaler.clip_norm, str):
-        grid = scaler._auto_grid(d)
-        (counts,) = rows.reduce(_unit_norm_counts, rows.dtype, lo, hi, grid)
-        radius, event = private_quantile_from_counts(counts, n, scaler._auto_clip_quantile, eps0, rng, grid)
-        events.append(event)
-    elif scaler.clip_norm is not None:
-        radius = float(scaler.clip_norm)
-    if radius is not None and radius >= math.sqrt(d) / 2:
-        radius = None
-    s1, s2, n_clipped = rows.reduce(_moments, rows.dtype, lo, hi, radius)
-    diagnostics.record(scaler, n_rows_clipped=int(n_clipped))
-    return scaler._release_moments(n, d, lo, hi, s1 / n, s2 / n, radius, events, rng, derived=False, eps0=eps0)

@@ -100,6 +100,50 @@ def test_one_fit_plan_per_fit_with_and_without_a_ledger(case):
     assert ledger.n_fits == 1
 
 
+STEPS = ("_plan_fit", "_read", "_select_bounds", "_run", "_set_fitted")
+
+
+def _protocol_calls(fit):
+    """The names of the calls that ``skdp._fit.private_fit`` makes itself while ``fit()`` runs (and its own)."""
+    calls = []
+
+    def hook(frame, event, arg):
+        if event != "call" or "skdp" not in frame.f_code.co_filename:
+            return
+        caller = frame.f_back
+        if frame.f_code.co_name == "private_fit":
+            calls.append("private_fit")
+        elif caller is not None and caller.f_code.co_name == "private_fit" and frame.f_code.co_name in STEPS:
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(hook)
+    try:
+        fit()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - {"multi_party"}))
+def test_every_fit_is_the_one_fit_protocol(case):
+    """Each fit is one call of ``private_fit``, which runs the estimator's five steps once each, in order."""
+    make, Xc, yc = CASES[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calls = _protocol_calls(lambda: make().fit(Xc, yc))
+    assert calls == ["private_fit", *STEPS], calls
+
+
+def test_a_dask_scaler_fit_is_the_one_fit_protocol():
+    """Rows read where they live (Dask) pass through the same ``private_fit`` and steps as in memory."""
+    dask, da = pytest.importorskip("dask"), pytest.importorskip("dask.array")
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore")
+        calls = _protocol_calls(lambda: DPStandardScaler(1.0, clip_norm="auto", random_state=0).fit(
+            da.from_array(X, chunks=(500, 6))))
+    assert calls == ["private_fit", *STEPS], calls
+
+
 def test_planned_events_are_the_fit_plans_events():
     """``planned_events`` and the ledger's charge read the same plan as the fit: the events released equal the
     events planned (public bounds: no bound is chosen during the fit, so no noise scale follows one)."""
