@@ -1,10 +1,11 @@
 """Fits on Dask collections: every pass over the data is a reduction on the workers.
 
-``DPLogisticRegression``, ``DPRidge`` and ``DPStandardScaler`` dispatch here
-from the top of ``fit`` when ``X`` is a ``dask.array.Array`` or a
-``dask.dataframe.DataFrame``. The fit follows the in-memory protocol step by
-step (charge, private bound choices, bounding, solver, pricing) with one
-difference: the data stays in its row blocks on the workers. Each pass maps
+``DPLogisticRegression``, ``DPRidge`` and ``DPStandardScaler`` wrap ``X``
+(a ``dask.array.Array`` or a ``dask.dataframe.DataFrame``) as :class:`DaskRows`
+at the top of ``fit`` and pass it into the one fit protocol,
+:func:`skdp._fit.private_fit`: the same plan and steps as in memory (charge,
+private bound choices, bounding, solver, pricing) with one difference: the
+data stays in its row blocks on the workers. Each pass maps
 one function over the blocks and adds up what it returns (a gradient sum, the
 Gram matrix, counts on a public grid); only that small statistic reaches the
 client, where the existing mechanism adds the noise once (the same code and

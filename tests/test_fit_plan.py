@@ -100,48 +100,63 @@ def test_one_fit_plan_per_fit_with_and_without_a_ledger(case):
     assert ledger.n_fits == 1
 
 
-STEPS = ("_plan_fit", "_read", "_select_bounds", "_run", "_set_fitted")
+#: what skdp._fit.private_fit calls, in this order, in every fit
+PROTOCOL_STEPS = ["_plan_fit", "charge", "_read", "fit_randomness", "_select_bounds", "_run", "release", "_set_fitted"]
 
 
 def _protocol_calls(fit):
-    """The names of the calls that ``skdp._fit.private_fit`` makes itself while ``fit()`` runs (and its own)."""
-    calls = []
+    """``(calls of private_fit, the protocol steps it called in order)`` while ``fit()`` runs."""
+    seen = {"private_fit": 0, "steps": []}
 
     def hook(frame, event, arg):
-        if event != "call" or "skdp" not in frame.f_code.co_filename:
+        if event != "call":
             return
-        caller = frame.f_back
-        if frame.f_code.co_name == "private_fit":
-            calls.append("private_fit")
-        elif caller is not None and caller.f_code.co_name == "private_fit" and frame.f_code.co_name in STEPS:
-            calls.append(frame.f_code.co_name)
+        code, back = frame.f_code, frame.f_back
+        if code.co_name == "private_fit" and code.co_filename.endswith("_fit.py"):
+            seen["private_fit"] += 1
+        elif (back is not None and back.f_code.co_name == "private_fit" and back.f_code.co_filename.endswith("_fit.py")
+              and code.co_name in PROTOCOL_STEPS):
+            seen["steps"].append(code.co_name)
 
     sys.setprofile(hook)
     try:
         fit()
     finally:
         sys.setprofile(None)
-    return calls
+    return seen
 
 
-@pytest.mark.parametrize("case", sorted(set(CASES) - {"multi_party"}))
-def test_every_fit_is_the_one_fit_protocol(case):
-    """Each fit is one call of ``private_fit``, which runs the estimator's five steps once each, in order."""
-    make, Xc, yc = CASES[case]
+def _dask_cases():
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    dask.config.set(scheduler="synchronous")
+    Xd = da.from_array(X, chunks=(500, X.shape[1]))
+    return {
+        "dask_logistic": (lambda: DPLogisticRegression(1.0, random_state=0), Xd, y2),
+        "dask_ridge": (lambda: DPRidge(1.0, random_state=0), Xd, yr),
+        "dask_standard_scaler": (lambda: DPStandardScaler(1.0, random_state=0), Xd, None),
+        "dask_multi_party": (lambda: MultiPartyDPLogisticRegression(1.0, data_norm=2.0, classes=[0, 1],
+                                                                    random_state=0), Xd, y2),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(CASES) + ["dask_logistic", "dask_ridge", "dask_standard_scaler",
+                                                  "dask_multi_party"])
+def test_every_fit_runs_the_one_protocol_in_order(case):
+    """Every estimator's fit (in memory and on Dask, with and without a ledger) is one call of
+    ``skdp._fit.private_fit``, which plans, charges, reads, selects the bounds, runs, releases and sets the model,
+    in that order, each step once."""
+    make, Xc, yc = (_dask_cases() if case.startswith("dask_") else CASES)[case]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        calls = _protocol_calls(lambda: make().fit(Xc, yc))
-    assert calls == ["private_fit", *STEPS], calls
+        for ledger in (False, True):
+            def fit():
+                return make().fit(Xc, yc, **({"privacy_ledger": PrivacyLedger(100.0, 1e-2)} if ledger else {}))
 
-
-def test_a_dask_scaler_fit_is_the_one_fit_protocol():
-    """Rows read where they live (Dask) pass through the same ``private_fit`` and steps as in memory."""
-    dask, da = pytest.importorskip("dask"), pytest.importorskip("dask.array")
-    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
-        warnings.simplefilter("ignore")
-        calls = _protocol_calls(lambda: DPStandardScaler(1.0, clip_norm="auto", random_state=0).fit(
-            da.from_array(X, chunks=(500, 6))))
-    assert calls == ["private_fit", *STEPS], calls
+            seen = _protocol_calls(fit)
+            assert seen["private_fit"] == 1, (case, seen)
+            assert seen["steps"] == PROTOCOL_STEPS, (case, seen)
+            assert _counts(fit)["fit"] == 1, case
 
 
 def test_planned_events_are_the_fit_plans_events():
