@@ -12,6 +12,7 @@ that nothing the size of X came back to the client.
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -242,6 +243,21 @@ def test_dask_dataframe_and_float32(client):
     mem = DPStandardScaler(random_state=1).fit(X32)
     dsk = DPStandardScaler(random_state=1).fit(_dask(X32))
     _assert_same_release(mem, dsk, ["mean_", "scale_"])
+
+
+def test_a_given_bound_that_clips_most_rows_is_warned_as_in_memory(client):
+    """The rows clipped to a given ``data_norm`` are counted by the solver's passes on the workers; the fit warns
+    (one bit, the count only in fit_diagnostics) exactly when the in-memory fit on the same rows does."""
+    X, y, _, _ = _data(2)
+    for norm, warns in ((0.05, True), (100.0, False)):
+        fits = []
+        for rows in (X, _dask(X)):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est = DPLogisticRegression(data_norm=norm, classes=[0, 1], random_state=0).fit(rows, y)
+            fits.append((any("clips more than half of the rows" in str(w.message) for w in caught),
+                         fit_diagnostics(est)["n_rows_clipped"]))
+        assert fits[0] == fits[1] and fits[0][0] is warns, fits
 
 
 def test_ledger_is_charged_before_the_passes(client):
