@@ -29,9 +29,12 @@ and squared losses) and ``adassp`` (the squared loss's sufficient
 statistics); the private bound choices ``data_norm="auto"``,
 ``classes="auto"``, ``label_bound="auto"`` and the scaler's ``bounds="auto"``
 (their workers compute only counts on the mechanisms' public grids).
-Anything else is refused with a ``ValueError`` before the data is read,
-never computed into one process. This module imports Dask lazily, so skdp
-imports without it (install ``skdp[dask]``).
+Anything else these three estimators are asked on Dask input (another
+solver, ``sample_weight``, a bound read from the data) is refused with a
+``ValueError`` before the data is read, never computed into one process. The
+other estimators have no Dask path: they read a Dask collection as any
+array-like, into this process (``validate_data``). This module imports Dask
+lazily, so skdp imports without it (install ``skdp[dask]``).
 """
 
 import dataclasses
@@ -41,6 +44,7 @@ import numpy as np
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from ._classes import ClassSelection, class_indices, zero_rows
+from ._plan import RowsElsewhere
 from .bounds import bound_features, bound_labels, clip_features, row_norms
 from .losses import clipped_mean_gradient
 from .privacy.quantile import DEFAULT_NORM_GRID, grid_counts
@@ -106,7 +110,7 @@ def _as_array(obj, name, ndim):
     return obj
 
 
-class DaskRows:
+class DaskRows(RowsElsewhere):
     """``X`` (and ``y``) of a fit on Dask: aligned row blocks, never gathered into one process.
 
     ``reduce(fn, *args)`` runs ``fn(X_block, y_block, *args)`` on every block
@@ -115,9 +119,6 @@ class DaskRows:
     sum is computed on the client. ``n`` (rows) and ``d`` (columns) come from
     the chunk shapes.
     """
-
-    #: the rows are read by reductions where they live (see :class:`skdp._plan.PublicFit`)
-    reduced_rows = True
 
     def __init__(self, X, y=None, *, y_name="y"):
         """``y_name=None``: no targets (a transformer's fit)."""
@@ -257,8 +258,8 @@ class RegressionTargets:
         self.label_bound, self.fit_intercept = label_bound, fit_intercept
 
     def __call__(self, yb):
-        yc, _, bound, n_clipped, _ = bound_labels(np.asarray(yb, dtype=np.float64), self.label_bound,
-                                                  self.fit_intercept)
+        # every pass validates its block's labels (a fit with public bounds makes no first pass)
+        yc, _, bound, n_clipped, _ = bound_labels(_check_targets(yb, True), self.label_bound, self.fit_intercept)
         return yc / bound, None, n_clipped
 
 

@@ -38,13 +38,15 @@ from dataclasses import dataclass, field
 
 from . import diagnostics
 from ._classes import refused_after_selection
+from ._plan import rows_elsewhere
 from ._protocol import NO_TARGETS, charge, release
 from ._random import fit_randomness
 from ._warnings import warn_heavy_clipping
+from ._weights import check_sample_weight
 from .exceptions import UncertifiedSolutionError
 from .solvers._problem import public_view
 
-__all__ = ["Bounds", "Ran", "private_fit", "run_solver"]
+__all__ = ["Bounds", "Ran", "forget_fit", "private_fit", "run_solver"]
 
 
 @dataclass
@@ -61,16 +63,15 @@ class Bounds:
     derived : bool
         A privacy-relevant bound was read from the data (warned with a
         :class:`~skdp.PrivacyLeakWarning`): the fit has no finite guarantee.
-    label_set_events : list
-        The events of a private label-set selection (``classes="auto"``): a
-        refusal after it ran is a :class:`~skdp.exceptions.SpentFitError`
-        carrying their price.
+
+    A refusal while the rows are bounded or the mechanism runs, after these
+    choices spent budget on the rows, is a
+    :class:`~skdp.exceptions.SpentFitError` carrying their price.
     """
 
     events: list = field(default_factory=list)
     values: dict = field(default_factory=dict)
     derived: bool = False
-    label_set_events: list = field(default_factory=list)
 
 
 @dataclass
@@ -101,31 +102,52 @@ def private_fit(estimator, X, y=NO_TARGETS, *, privacy_ledger=None, **fit_params
 
     ``y=NO_TARGETS``: a transformer's fit; ``fit_params`` (e.g.
     ``sample_weight``, ``parties``) go to the estimator's ``_plan_fit`` and
-    ``_read``. Returns ``estimator``.
+    ``_read``. A fit replaces the model: once the parameters pass their
+    checks, the fitted attributes of an earlier fit are removed, and a fit
+    that fails after that leaves none of its own (the estimator is then not
+    fitted). Returns ``estimator``.
     """
     # 1. plan: the parameters and the public facts only (n, d, targets, parties); no row is read
     plan = estimator._plan_fit(X, y, **fit_params)
-    # 2. charge the plan's events to the explicit or active ledger (bad labels are refused first)
-    # (rows that live elsewhere, a Dask collection, are checked block by block when read)
-    charge(estimator, X, privacy_ledger, plan, y=NO_TARGETS if getattr(X, "reduced_rows", False) else y)
-    # 3. read the rows: validation, weights (the caller's arrays are not modified)
-    data = estimator._read(plan, X, y, **fit_params)
-    rng = fit_randomness(estimator)
-    # 4. select the bounds the plan provides for, each at the plan's epsilon
-    bounds = estimator._select_bounds(plan, data, rng)
-    with refused_after_selection(estimator, bounds.label_set_events):
-        # 5. bound the rows and run the plan's mechanism at the plan's budget
-        ran = estimator._run(plan, data, bounds, rng)
-    if ran.n_rows is not None:
-        warn_heavy_clipping(estimator, ran.n_rows, n_rows_clipped=ran.n_clipped,
-                            n_labels_clipped=ran.diagnostics.get("n_labels_clipped"))
-    # 6. release: the ledger's record covers what ran, the accountant prices it, the privacy attributes are set
-    release(estimator, list(bounds.events) + list(ran.events), derived=bounds.derived or ran.derived,
-            noise_scale=ran.noise_scale, result=ran.result, solver=ran.solver, n_clipped=ran.n_clipped,
-            n_outputs=ran.n_outputs, **ran.diagnostics)
-    # 7. the model, from the released values only
-    estimator._set_fitted(plan, data, bounds, ran)
+    forget_fit(estimator)
+    try:
+        # 2. bad labels and weights are refused (before anything is charged), then the plan's events are charged
+        #    to the explicit or active ledger (rows that live elsewhere are checked block by block when read)
+        elsewhere = rows_elsewhere(X)
+        if plan is not None and not elsewhere and fit_params.get("sample_weight") is not None:
+            check_sample_weight(fit_params["sample_weight"], plan.public.n_samples)
+        charge(estimator, X, privacy_ledger, plan, y=NO_TARGETS if elsewhere else y)
+        # 3. read the rows: validation, weights (the caller's arrays are not modified)
+        data = estimator._read(plan, X, y, **fit_params)
+        if plan is None:  # an input whose shape could not be read, yet that validation accepted: nothing is charged
+            raise TypeError(f"{type(estimator).__name__}: the shape (n_samples, n_features) of X could not be read "
+                            "before the fit (it is public, and the ledger is charged from it before any row is "
+                            "read); pass a 2-D array, a sparse matrix or a DataFrame.")
+        rng = fit_randomness(estimator)
+        # 4. select the bounds the plan provides for, each at the plan's epsilon
+        bounds = estimator._select_bounds(plan, data, rng)
+        with refused_after_selection(estimator, bounds.events):
+            # 5. bound the rows and run the plan's mechanism at the plan's budget
+            ran = estimator._run(plan, data, bounds, rng)
+        if ran.n_rows is not None:
+            warn_heavy_clipping(estimator, ran.n_rows, n_rows_clipped=ran.n_clipped,
+                                n_labels_clipped=ran.diagnostics.get("n_labels_clipped"))
+        # 6. release: the ledger's record covers what ran, the accountant prices it, the privacy attributes are set
+        release(estimator, list(bounds.events) + list(ran.events), derived=bounds.derived or ran.derived,
+                noise_scale=ran.noise_scale, result=ran.result, solver=ran.solver, n_clipped=ran.n_clipped,
+                n_outputs=ran.n_outputs, **ran.diagnostics)
+        # 7. the model, from the released values only
+        estimator._set_fitted(plan, data, bounds, ran)
+    except BaseException:
+        forget_fit(estimator)
+        raise
     return estimator
+
+
+def forget_fit(estimator):
+    """Remove the fitted attributes (public names ending in ``_``) of ``estimator``'s latest fit."""
+    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+        delattr(estimator, name)
 
 
 def run_solver(estimator, solver, problem, plan, rng, **ran):

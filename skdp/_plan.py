@@ -1,20 +1,15 @@
 """The plan of a private fit: every public decision, made once, before any row is read.
 
-Every skdp estimator's ``fit`` reads as
-
-1. **plan** -- :func:`make_plan` builds one :class:`FitPlan` from the public
-   facts of the fit (:class:`PublicFit`: the parameters, ``n``, ``d``, the
-   number of targets, the parties' sizes): the solver or mechanism, the
-   private bound selections and their budget shares, the budget of the main
-   release (one budget search, :func:`skdp.privacy.search.largest_budget`) and
-   the events the fit will release;
-2. **charge** -- :func:`skdp._protocol.charge` charges the plan's events to
-   the explicit or active ledger;
-3. **select bounds** -- the private choices the plan provides for (row
-   bound, label range, clip norm, label set), each at the plan's epsilon;
-4. **bound rows** and **run** the plan's solver or mechanism;
-5. **release** -- :func:`skdp._protocol.release` prices what ran and sets
-   the privacy attributes.
+:func:`make_plan` builds one :class:`FitPlan` from the public facts of a fit
+(:class:`PublicFit`: the parameters, ``n``, ``d``, the number of targets, the
+parties' sizes): the solver or mechanism, the private bound selections and
+their budget shares, the budget of the main release (one budget search,
+:func:`skdp.privacy.search.largest_budget`) and the events the fit will
+release. It is the first step of the one fit protocol,
+:func:`skdp._fit.private_fit` (plan, charge, read, select bounds, bound and
+run, release, fitted attributes): the ledger is charged the plan's events,
+the bound selections get the plan's epsilon, and the mechanism runs at the
+plan's budget.
 
 The plan is a function of public quantities only, so the ledger's charge,
 ``planned_events`` and the fit see the same plan; ``planned_events(n, d)`` is
@@ -28,8 +23,27 @@ from sklearn.utils.validation import _num_features, _num_samples
 
 from .solvers._base import Solver
 
-__all__ = ["PublicFit", "FitPlan", "follows_plan_protocol", "make_plan", "public_fit", "same_public_view",
+__all__ = ["RowsElsewhere", "rows_elsewhere", "PublicFit", "FitPlan", "follows_plan_protocol", "make_plan", "public_fit", "same_public_view",
            "transformer_plan"]
+
+
+class RowsElsewhere:
+    """Base class of a fit's input whose rows stay where they live and are read by reductions there.
+
+    A Dask collection's row blocks (:class:`skdp._dask.DaskRows`), the
+    parties' chunks of a multi-party fit: ``n`` and ``d`` are public
+    attributes, and no release that needs the rows in memory is planned
+    (:attr:`PublicFit.reduced_rows`). Recognised by type, never by an
+    attribute a user's object (a DataFrame's column) could carry.
+    """
+
+    n: int
+    d: int
+
+
+def rows_elsewhere(X):
+    """Whether ``X`` is a :class:`RowsElsewhere` (its rows are read where they live)."""
+    return isinstance(X, RowsElsewhere)
 
 
 @dataclass(frozen=True)
@@ -169,10 +183,12 @@ def public_fit(X, **facts):
 
     ``None`` when ``X`` has no readable 2-D shape or no row or column: the
     fit's input checks then raise the proper error. Rows read where they
-    live (``X.reduced_rows``, a :class:`~skdp._dask.DaskRows`) give their
+    live (a :class:`RowsElsewhere`, e.g. a :class:`~skdp._dask.DaskRows`) give their
     public ``n`` and ``d`` and plan no release that needs them in memory.
     """
-    if getattr(X, "reduced_rows", False):
+    if getattr(X, "ndim", 2) != 2 and not rows_elsewhere(X):  # e.g. a 3-D array: refused by the input checks
+        return None
+    if rows_elsewhere(X):
         return PublicFit(int(X.n), int(X.d), reduced_rows=True, **facts)
     try:
         n_samples, n_features = _num_samples(X), _num_features(X)

@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _dask
 from ._dask import DaskRows, is_dask_collection, refuse_none, set_features, validated_block
 from ._fit import Bounds, Ran, private_fit
-from ._plan import transformer_plan
+from ._plan import rows_elsewhere, transformer_plan
 from .privacy import (BoundedRangeEvent, GaussianEvent, L2LaplaceEvent, gaussian_noise, l2_laplace_noise, laplace_noise,
                       private_quantile, pure_noise_scale, weight_coordinate_scale)
 from ._weights import WEIGHT_CONSTRAINTS, check_weight_params, default_weight, row_weights, weight_bound
@@ -402,7 +402,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite, got {self.epsilon!r}.")
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             refuse_none(self, "bounds")
         check_weight_params(self)
         return transformer_plan(self, X)
@@ -414,7 +414,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (``ValueError``). Rows read where they live (Dask) are validated
         block by block by the reductions that read them.
         """
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             set_features(self, X)
             return _ScalerRows(X, X.n, X.d)
         X = scaler_rows(self, X)
@@ -662,7 +662,7 @@ class _ScalerRows:
     @property
     def reduced(self):
         """Whether the rows are read by reductions where they live (Dask)."""
-        return getattr(self.X, "reduced_rows", False)
+        return rows_elsewhere(self.X)
 
 
 def _unit_rows(X, lo, hi, missing):

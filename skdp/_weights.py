@@ -38,7 +38,7 @@ from sklearn.utils.validation import _check_sample_weight
 from ._warnings import caller_stacklevel as _caller_stacklevel
 
 __all__ = ["WEIGHT_CONSTRAINTS", "CLASS_WEIGHT_CONSTRAINTS", "check_weight_params", "weight_bound", "row_weights",
-           "sample_weights", "class_weighted", "default_weight"]
+           "sample_weights", "check_sample_weight", "class_weighted", "default_weight"]
 
 #: ``_parameter_constraints`` entries of the weight parameters
 WEIGHT_CONSTRAINTS = {"max_sample_weight": [Interval(Real, 0, None, closed="neither")]}
@@ -126,9 +126,22 @@ def sample_weights(estimator, sample_weight, X):
     if sample_weight is None:  # weight 1 before the clip: min(1, W) each (see default_weight)
         return np.full(X.shape[0], default_weight(estimator, warn=True))
     W = float(getattr(estimator, "max_sample_weight", 1.0))
+    weights = check_sample_weight(sample_weight, X.shape[0])
+    if np.any(weights > W):
+        warnings.warn(f"sample_weight: weights above max_sample_weight={W:g} were clipped to it (the privacy "
+                      "guarantee bounds every weight by max_sample_weight). Raise max_sample_weight to keep them, "
+                      "at a proportional cost in noise.", UserWarning, stacklevel=_caller_stacklevel())
+        weights = np.minimum(weights, W)
+    return weights
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """``sample_weight`` as a fit reads it: a float64 copy of shape ``(n_samples,)``, finite, not all zero,
+    non-negative; else ``ValueError`` / ``TypeError`` naming it. The fit protocol runs it before the ledger is
+    charged (as the labels' checks), so a bad weight costs nothing."""
     # sklearn's input checks (shape, finite, not all zero), each message naming sample_weight
     try:
-        weights = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+        weights = _check_sample_weight(sample_weight, np.empty((int(n_samples), 0)), dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
         message = str(exc)
         if "sample_weight" not in message.replace("Sample weights", "sample_weight"):
@@ -136,11 +149,6 @@ def sample_weights(estimator, sample_weight, X):
         raise type(exc)(message) from exc
     if np.any(weights < 0):
         raise ValueError("sample_weight must be non-negative; got negative weights.")
-    if np.any(weights > W):
-        warnings.warn(f"sample_weight: weights above max_sample_weight={W:g} were clipped to it (the privacy "
-                      "guarantee bounds every weight by max_sample_weight). Raise max_sample_weight to keep them, "
-                      "at a proportional cost in noise.", UserWarning, stacklevel=_caller_stacklevel())
-        weights = np.minimum(weights, W)
     return weights
 
 

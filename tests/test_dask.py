@@ -260,6 +260,28 @@ def test_a_given_bound_that_clips_most_rows_is_warned_as_in_memory(client):
         assert fits[0] == fits[1] and fits[0][0] is warns, fits
 
 
+def test_labels_are_validated_when_every_bound_is_public():
+    """With public bounds a Dask ridge fit makes no first pass: the solver's passes refuse NaN and inf labels
+    block by block, as the in-memory fit refuses them (no model of NaN, no silently clipped inf)."""
+    X, _, _, yr = _data(2)
+    for bad in (np.nan, np.inf):
+        y = yr.copy()
+        y[7] = bad
+        for rows in (X, _dask(X)):
+            with pytest.raises(ValueError, match="NaN|infinity"):
+                DPRidge(data_norm=4.0, label_bound=(-10.0, 10.0), random_state=0).fit(rows, y)
+
+
+def test_multi_party_labels_misaligned_with_the_chunks_are_refused_before_the_charge():
+    X, y, _, _ = _data(2)
+    ledger = PrivacyLedger(10.0, 1e-3)
+    for labels in (y[:-1], None):
+        with pytest.raises(ValueError, match="one label per row"):
+            MultiPartyDPLogisticRegression(data_norm=4.0, classes=[0, 1], random_state=0).fit(
+                _dask(X), labels, privacy_ledger=ledger)
+    assert ledger.n_fits == 0
+
+
 def test_ledger_is_charged_before_the_passes(client):
     X, y, _, _ = _data()
     ledger = PrivacyLedger(1.2, 1e-5)  # one fit at epsilon = 1 fits, two (about 1.45 together) do not

@@ -5,6 +5,7 @@ the data is read, and after the fit reports what ran in the same attributes. The
 estimator to that, so a new estimator that sets its attributes by hand, or forgets the ledger, fails here.
 """
 
+import inspect
 import math
 import pickle
 import warnings
@@ -12,11 +13,16 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone, is_classifier
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from skdp import (DPLasso, DPLinearSVC, DPLogisticRegression, DPMinMaxScaler, DPRidge, DPSparseLinearRegression,
                   DPSparseLogisticRegression, DPStandardScaler, PrivacyBudget, PrivacyLedger, fit_diagnostics)
+from skdp import BudgetExceededError
 from skdp.distributed import MultiPartyDPLogisticRegression
-from skdp.privacy import price
+from skdp.exceptions import SpentFitError
+from skdp.privacy import BoundedRangeEvent, price
+from skdp.solvers import SOLVERS, Solver, register
 
 from ._helpers import CORE_SOLVERS, make_clf, make_reg
 
@@ -210,3 +216,101 @@ def test_privacy_spent_meets_target(clf_data, reg_data, solver, eps, delta):
         assert isinstance(spent, PrivacyBudget) and spent.relation == "replace_one"
         assert spent <= PrivacyBudget(eps, delta)
         assert spent.epsilon >= 0.99 * eps  # calibrated to the target, not wasteful
+
+
+# -- the fit protocol's guards (skdp._fit.private_fit) -------------------------------------------------------------
+class _RowsOfUnreadableShape:
+    """An array-like whose shape sklearn's ``_num_features`` cannot read (its first row is a string) while
+    ``np.asarray`` (and so the input validation) accepts it as numbers."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __len__(self):
+        return len(self.a)
+
+    def __getitem__(self, i):
+        return "row"
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a if dtype is None else self.a.astype(dtype)
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_an_input_whose_shape_cannot_be_read_is_refused_uncharged_and_unfitted(est):
+    """The ledger is charged from the public shape before any row is read; an input whose shape cannot be read
+    but that validation would accept is refused (TypeError naming X) before anything is drawn or released."""
+    X, y = _data(est)
+    ledger = PrivacyLedger(10.0, 1e-3)
+    args = (y,) if not isinstance(est, (DPStandardScaler, DPMinMaxScaler)) else ()
+    with pytest.raises(TypeError, match="shape .* of X could not be read"):
+        clone(est).fit(_RowsOfUnreadableShape(X), *args, privacy_ledger=ledger)
+    assert ledger.n_fits == 0
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_a_bad_sample_weight_is_refused_before_the_ledger_is_charged(est):
+    if "sample_weight" not in inspect.signature(type(est).fit).parameters:
+        pytest.skip(f"{type(est).__name__}.fit takes no sample_weight")
+    X, y = _data(est)
+    args = (y,) if not isinstance(est, (DPStandardScaler, DPMinMaxScaler)) else ()
+    for bad, match in ((-np.ones(len(X)), "non-negative"), (np.ones(len(X) - 1), "sample_weight"),
+                       (np.full(len(X), np.nan), "sample_weight|NaN")):
+        ledger = PrivacyLedger(10.0, 1e-3)
+        with pytest.raises(ValueError, match=match):
+            clone(est).fit(X, *args, sample_weight=bad, privacy_ledger=ledger)
+        assert ledger.n_fits == 0, bad
+
+
+@pytest.mark.parametrize("est", MODELS + SCALERS, ids=lambda e: type(e).__name__)
+def test_a_failed_refit_leaves_the_estimator_unfitted(est):
+    """A fit replaces the model: one that fails after the parameters' checks (here the ledger refuses it) leaves
+    nothing of the earlier fit, so the estimator cannot look fitted with attributes of another fit."""
+    X, y = _data(est)
+    args = (y,) if not isinstance(est, (DPStandardScaler, DPMinMaxScaler)) else ()
+    model = clone(est).set_params(random_state=0).fit(X, *args)
+    check_is_fitted(model)
+    with pytest.raises(BudgetExceededError):
+        model.set_params(random_state=1).fit(X, *args, privacy_ledger=PrivacyLedger(0.5 * model.epsilon, 1e-3))
+    assert not [k for k in vars(model) if k.endswith("_") and not k.startswith("_")]
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+
+
+def test_a_dataframe_column_named_like_a_marker_is_just_a_column():
+    """Rows that live elsewhere (Dask) are recognised by their type, never by an attribute: a DataFrame with a
+    column named ``reduced_rows`` (an attribute of the DataFrame) fits as any other."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data(DPLogisticRegression(classes=[0, 1]))
+    df = pd.DataFrame(X, columns=["reduced_rows", "n", "d", "X"])
+    for est in (DPLogisticRegression(classes=[0, 1], random_state=0), DPStandardScaler(bounds=(-3, 3), random_state=0)):
+        fitted = est.fit(df, y) if is_classifier(est) else est.fit(df)
+        assert list(fitted.feature_names_in_) == list(df.columns)
+
+
+def test_a_refusal_after_private_bounds_reports_every_selection_that_ran():
+    """A solver that refuses after the label set, the feature scaling and the row bound were chosen privately:
+    the SpentFitError carries all of their events (the price the rows paid), not only the label set's."""
+    class Refusing(Solver):
+        name = "demo_refusing"
+        source = card = summary = "a solver of the test suite that refuses when run"
+        reference = "doc/user_guide/solvers.rst"
+        requires = frozenset({"smooth"})
+
+        def plan(self, problem, budget):
+            return []
+
+        def solve(self, problem, budget, rng):
+            raise ValueError("this solver refuses the bounded problem")
+
+    register(Refusing)
+    try:
+        rng = np.random.RandomState(0)
+        X = rng.randn(3000, 3)
+        y = (X[:, 0] > 0).astype(int)
+        with pytest.raises(SpentFitError, match="refuses the bounded problem") as info:
+            DPLogisticRegression(solver="demo_refusing", random_state=0).fit(X, y)
+        kinds = [type(ev) for ev in info.value.privacy_events]
+        assert BoundedRangeEvent in kinds and len(kinds) >= 2, kinds  # the row bound and the label set
+    finally:
+        del SOLVERS[Refusing.name]

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, validate_data
 
-from .._plan import FitPlan, PublicFit, make_plan, public_fit
+from .._plan import FitPlan, PublicFit, RowsElsewhere, make_plan, public_fit, rows_elsewhere
 from .._fit import Bounds, Ran, private_fit
 from .._classes import check_class_set, class_selection_events, fit_classes
 from .._ovr import ovr_budget, ovr_targets
@@ -83,11 +83,9 @@ def _is_dask(X):
 _GRADIENT_PROTOCOL = {"mpc_grad_pert": True, "mpc_output_pert": False}
 
 
-class _PartyChunks:
+class _PartyChunks(RowsElsewhere):
     """A 2-D dask array whose row chunks are the parties: read where it lives (``n``, ``d`` and the chunk
     sizes are public), as the input of :func:`skdp._fit.private_fit`."""
-
-    reduced_rows = True
 
     def __init__(self, X):
         self.X = X
@@ -468,15 +466,19 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _plan_fit(self, X, y, sample_weight=None, parties=None):
         """The plan from the parameters and the public party sizes (a dask array's row chunks are the parties)."""
         self._check_params()
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             parties = X.parties
+            n_labels = None if y is None else (y.shape[0] if hasattr(y, "shape") else len(y))
+            if n_labels is None or (n_labels == n_labels and n_labels != X.n):  # an unknown length is checked in _read
+                raise ValueError(f"y must have one label per row of X ({X.n}), got "
+                                 f"{'None' if y is None else f'{n_labels} labels'}.")
         public = public_fit(X, parties=parties)
         return None if public is None else make_plan(self, public)  # public facts only: before any row is read
 
     def _read(self, plan, X, y, sample_weight=None, parties=None):
         """``(X, y, weights, blocks)``; sample_weight and parties are refused before the label-set selection
         spends budget. A dask array's labels are validated centrally in this simulation (``blocks=None``)."""
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             y = np.asarray(y.compute() if _is_dask(y) else y)
             if y.shape != (X.n,):
                 raise ValueError(f"y must have one label per row of X ({X.n}), got shape {y.shape}.")
@@ -492,8 +494,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         """The label set (``classes="auto"``: private; its events are the first of the protocol's)."""
         y = data[1]
         ys, derived = self._encode_labels(y, rng)
-        return Bounds(derived=derived, values=dict(labels=ys),
-                      label_set_events=class_selection_events(self, _num_samples(y)))
+        return Bounds(class_selection_events(self, _num_samples(y)), derived=derived, values=dict(labels=ys))
 
     def _run(self, plan, data, bounds, rng):
         """The parties' protocol on the class-weighted records (in process, or on the dask array's chunks)."""
@@ -505,7 +506,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         else:
             backend = _InProcessParties([(X[b], ys[b], None if weights is None else weights[b]) for b in blocks],
                                         self._bound)
-        return self._fit_parties(plan, backend, rng)
+        return self._fit_parties(plan, backend, rng, n_selections=len(bounds.events))
 
     def _encode_labels(self, y, rng):
         """``(ys, derived)``: labels in {-1, +1} (shape (n, k) of one-vs-rest labels for ``k > 2``
@@ -528,8 +529,11 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
     def _c0(self):
         return 0.5 * float(self.data_norm) if self.fit_intercept else 0.0
 
-    def _fit_parties(self, plan, backend, rng):
+    def _fit_parties(self, plan, backend, rng, n_selections=0):
         """The protocol, given parties that compute locally (in process or on Dask workers): a :class:`Ran`.
+
+        Its events follow the ``n_selections`` events of the label-set selection (made before, in the plan's
+        calibration too).
 
         The calibration is the plan's, unless ``classes="auto"`` selected another number of classes than
         planned (the one-vs-rest fits are then calibrated to the same price, see :func:`skdp._ovr.ovr_budget`).
@@ -565,7 +569,7 @@ class MultiPartyDPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMix
         # one binary fit, or one per class (one-vs-rest) inside the same aggregation
         thetas = [self._run_protocol(backend, agg, shares_of, scale, T, d, sizes, column)
                   for column in ([None] if k == 2 else range(k))]
-        return Ran(events, scale, n_clipped=backend.n_rows_clipped,
+        return Ran(events[n_selections:], scale, n_clipped=backend.n_rows_clipped,
                    values=dict(theta=np.stack(thetas), sizes=sizes, backend=backend.name, n_iter=T))
 
     def _set_fitted(self, plan, data, bounds, ran):

@@ -14,7 +14,7 @@ from sklearn.utils.validation import _num_samples, validate_data
 
 from .._dask import DaskDesign, DaskProblem, check_solver, refuse_none, set_features
 from .._fit import run_solver
-from .._plan import FitPlan, PublicFit, follows_plan_protocol, make_plan, public_fit
+from .._plan import FitPlan, PublicFit, follows_plan_protocol, make_plan, public_fit, rows_elsewhere
 from .._classes import class_selection_events, zero_inactive_rows
 from .._warnings import caller_stacklevel as _caller_stacklevel
 from ..privacy.search import plan_after
@@ -149,7 +149,7 @@ class LinearData:
 
     @property
     def reduced(self):
-        return getattr(self.X, "reduced_rows", False)
+        return rows_elsewhere(self.X)
 
     @property
     def n(self):
@@ -417,7 +417,7 @@ class DPLinearModel(BaseEstimator):
     def _plan_fit(self, X, y, sample_weight=None):
         """The fit's :class:`~skdp._plan.FitPlan`, with the refusals that need no row (see :mod:`skdp._fit`)."""
         self._check_privacy_params()
-        reduced = getattr(X, "reduced_rows", False)
+        reduced = rows_elsewhere(X)
         if reduced:  # rows read where they live: every pass a reduction, so no bound may be read from them
             for name in self._reduced_public_bounds:
                 refuse_none(self, name)
@@ -428,7 +428,7 @@ class DPLinearModel(BaseEstimator):
 
     def _read(self, plan, X, y, sample_weight=None):
         """The validated rows (:class:`LinearData`); rows read where they live get their first pass's counts."""
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             set_features(self, X)
             return LinearData(X, counts=self._first_pass(X))
         classifier = is_classifier(self)

@@ -431,8 +431,7 @@ class DPLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, DPLine
             solver = plan.solver if loss.name == plan.spec["loss"].name else self._resolve_solver(loss.name)
             if data.reduced:
                 check_solver(self, solver)
-            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived,
-                                                                    label_set_events=list(selection.events)))
+            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived))
         bounds.values.update(selection=selection, loss=loss, n_outputs=n_out, solver=solver)
         return bounds
 

@@ -16,7 +16,7 @@ from .. import diagnostics
 from .. import _dask
 from .._dask import DaskRows, RegressionTargets, abs_dev_counts, first_pass, is_dask_collection
 from .._fit import Bounds, private_fit
-from .._plan import PublicFit, make_plan
+from .._plan import PublicFit, make_plan, rows_elsewhere
 from .._predict import LinearRegressorMixin
 from .._warnings import warn_heavy_clipping
 from ..privacy.quantile import DEFAULT_SIGNED_GRID
@@ -522,7 +522,7 @@ class DPRidge(LinearRegressorMixin, RegressorMixin, DPLinearModel):
         estimators do (raveled, with a warning). Rows read where they live
         have one target.
         """
-        if getattr(X, "reduced_rows", False):
+        if rows_elsewhere(X):
             self._check_label_bound()
             return {}
         solver = self._resolve_solver("squared")

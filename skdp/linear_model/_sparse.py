@@ -754,7 +754,7 @@ class DPSparseLogisticRegression(ProbabilisticClassifierMixin, ClassifierMixin, 
             y_enc = np.where(y == selection.classes[1], 1.0, -1.0)
         else:  # one-vs-rest: column c labels class c against the rest (unselected rows are zeroed)
             y_enc = ovr_targets(selection, y)
-        bounds = Bounds(derived=selection.derived, label_set_events=list(selection.events))
+        bounds = Bounds(derived=selection.derived)  # the plan's events of the selection follow (_bound_rows)
         with refused_after_selection(self, selection.events):
             bounds = self._bound_rows(plan, X, y_enc, rng, bounds, active=selection.active,
                                       sample_weight=class_weighted(self, weights, y, selection.classes))

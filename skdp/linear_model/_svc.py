@@ -248,8 +248,7 @@ class DPLinearSVC(LinearClassifierMixin, ClassifierMixin, DPLinearModel):
         """The label set (``classes="auto"``: private), then the row bound."""
         selection = fit_classes(self, data.y, rng)
         with refused_after_selection(self, selection.events):
-            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived,
-                                                                    label_set_events=list(selection.events)))
+            bounds = self._select_row_bound(plan, data, rng, Bounds(list(selection.events), derived=selection.derived))
         bounds.values["selection"] = selection
         return bounds
 
