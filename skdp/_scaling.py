@@ -19,9 +19,8 @@ from sklearn.utils.validation import validate_data
 from .exceptions import PrivacyLeakWarning
 from ._warnings import caller_stacklevel as _caller_stacklevel
 from .privacy import BoundedRangeEvent, GaussianEvent, calibrate, calibrate_bounded_range, calibrate_gaussian
-from .privacy.discrete import secure_selection_plan
+from .privacy.discrete import secure_selection_plan, select
 from .privacy.search import PLAN_MARGIN
-from .privacy.discrete import select
 from .privacy.quantile import WIDE_SIGNED_GRID, cell_scores, grid_counts, range_quantile_level
 
 __all__ = ["is_auto_bounds", "public_bounds", "scaler_rows", "given_bounds", "bounds_from_data",
